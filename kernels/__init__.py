@@ -1,0 +1,4 @@
+"""Numba-compiled enumerators, counters and samplers.
+
+Plain arrays in, plain arrays out: nothing here imports xarray or riskengine.
+"""

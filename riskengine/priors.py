@@ -1,0 +1,302 @@
+"""Priors over original tables: per-cell log-weights plus hard knowledge.
+
+Every prior is a product over cells of ``exp(lw[cell, value])`` times the
+indicator of its hard knowledge (per-cell bounds: an intruder in the survey
+knows their cell is at least 1; known cells).  Kernels receive it as plain
+arrays: ``log_weights(values)`` evaluated on each cell's window of values.
+
+Intruder and user priors are the same type; they differ in what they encode.
+
+Examples
+--------
+>>> import riskengine as rk
+>>> p = rk.priors.Poisson(2.0).at_least([(0, 1)], 1)
+>>> p.describe()
+'Poisson(rate=2.0)+knowledge'
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from scipy.special import gammaln
+
+from . import _validate as V
+
+__all__ = ["Prior", "Uniform", "Flat", "Poisson", "NegativeBinomial", "Historical", "parse"]
+
+
+class Prior:
+    """Base class: subclasses define ``_logpmf(values, shape)`` and ``_params()``."""
+
+    name = "Prior"
+
+    def __init__(self):
+        self._knowledge: tuple = ()
+
+    # --- knowledge ---------------------------------------------------------------
+    def _with(self, item) -> "Prior":
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new._knowledge = self._knowledge + (item,)
+        return new
+
+    def at_least(self, cells, k: int = 1) -> "Prior":
+        """Knowledge that each of ``cells`` is >= k (e.g. the intruder's own cell >= 1)."""
+        return self._with(("at_least", _cells_spec(cells), V.integer(k, "k", 0)))
+
+    def at_most(self, cells, k: int) -> "Prior":
+        """Knowledge that each of ``cells`` is <= k."""
+        return self._with(("at_most", _cells_spec(cells), V.integer(k, "k", 0)))
+
+    def known(self, cells, values) -> "Prior":
+        """Knowledge of the exact value of ``cells`` (one value, or one per cell)."""
+        spec = _cells_spec(cells)
+        vals = np.atleast_1d(V.count_array(values, "known values"))
+        return self._with(("known", spec, tuple(int(v) for v in vals)))
+
+    def bounds(self, shape, dims=None, coords=None):
+        """(lower, upper) int64 arrays of the hard knowledge; upper = -1 means none."""
+        lo = np.zeros(shape, dtype=np.int64)
+        hi = np.full(shape, -1, dtype=np.int64)
+        for kind, spec, val in self._knowledge:
+            mask = _resolve(spec, shape, dims, coords)
+            if kind == "at_least":
+                lo[mask] = np.maximum(lo[mask], val)
+            elif kind == "at_most":
+                hi[mask] = np.where(hi[mask] < 0, val, np.minimum(hi[mask], val))
+            else:
+                idx = np.argwhere(mask)
+                if len(val) not in (1, len(idx)):
+                    raise ValueError(f"known(): {len(idx)} cells but {len(val)} values")
+                for n, i in enumerate(map(tuple, idx)):
+                    v = val[0] if len(val) == 1 else val[n]
+                    lo[i] = max(lo[i], v)
+                    hi[i] = v if hi[i] < 0 else min(hi[i], v)
+        clash = (hi >= 0) & (lo > hi)
+        if clash.any():
+            i = tuple(int(x) for x in np.argwhere(clash)[0])
+            raise ValueError(f"prior knowledge contradicts itself at cell {i}: "
+                             f"lower bound {lo[i]} > upper bound {hi[i]}")
+        return lo, hi
+
+    # --- evaluation -----------------------------------------------------------------
+    def log_weights(self, values: np.ndarray, dims=None, coords=None) -> np.ndarray:
+        """Log-weights of ``values`` (int array, shape ``(*table_shape, W)``); -inf off support."""
+        values = np.asarray(values, dtype=np.int64)
+        shape = values.shape[:-1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lw = np.asarray(self._logpmf(values, shape), dtype=float)
+        lw = np.broadcast_to(lw, values.shape).copy()
+        lo, hi = self.bounds(shape, dims, coords)
+        off = (values < 0) | (values < lo[..., None]) | ((hi[..., None] >= 0) & (values > hi[..., None]))
+        lw[off] = -np.inf
+        lw[np.isnan(lw)] = -np.inf
+        return lw
+
+    @property
+    def uniform_over_tables(self) -> bool:
+        return False
+
+    def describe(self) -> str:
+        return self.name + ("+knowledge" if self._knowledge else "")
+
+    def __repr__(self) -> str:
+        return self.describe()
+
+    def to_dict(self) -> dict:
+        return {"prior": type(self).__name__, **self._params(),
+                "knowledge": [[k, _spec_json(s), v] for k, s, v in self._knowledge]}
+
+
+class Uniform(Prior):
+    """Uniform over candidate original tables (every nonnegative table equally likely)."""
+
+    name = "Uniform()"
+
+    def _logpmf(self, values, shape):
+        return np.zeros(values.shape)
+
+    @property
+    def uniform_over_tables(self) -> bool:
+        return not self._knowledge
+
+    def _params(self):
+        return {}
+
+
+class Flat(Prior):
+    """Per-cell flat prior on the integers ``low..high`` (``high=None``: unbounded)."""
+
+    def __init__(self, low: int = 0, high: int | None = None):
+        super().__init__()
+        self.low = V.integer(low, "low", 0)
+        self.high = None if high is None else V.integer(high, "high", self.low)
+        self.name = f"Flat(low={self.low}, high={self.high})"
+
+    def _logpmf(self, values, shape):
+        ok = values >= self.low
+        if self.high is not None:
+            ok &= values <= self.high
+        return np.where(ok, 0.0, -np.inf)
+
+    def _params(self):
+        return {"low": self.low, "high": self.high}
+
+
+class Poisson(Prior):
+    """Independent Poisson(rate) cells; ``rate`` scalar or per-cell array (> 0)."""
+
+    def __init__(self, rate):
+        super().__init__()
+        r = np.asarray(rate, dtype=float)
+        if not np.all(np.isfinite(r)) or np.any(r <= 0):
+            raise ValueError(f"Poisson rate must be finite and > 0, got {rate!r}")
+        self.rate = r
+        self.name = f"Poisson(rate={_short(r)})"
+
+    def _logpmf(self, values, shape):
+        r = _cellwise(self.rate, shape, "rate")
+        return values * np.log(r)[..., None] - r[..., None] - gammaln(values + 1.0)
+
+    def _params(self):
+        return {"rate": self.rate.tolist()}
+
+
+class NegativeBinomial(Prior):
+    """Independent negative binomial cells with mean ``mean`` and size ``dispersion``.
+
+    Variance = mean + mean**2 / dispersion; ``dispersion -> inf`` is Poisson.
+    """
+
+    def __init__(self, mean, dispersion):
+        super().__init__()
+        mu = np.asarray(mean, dtype=float)
+        r = np.asarray(dispersion, dtype=float)
+        if not np.all(np.isfinite(mu)) or np.any(mu <= 0):
+            raise ValueError(f"NegativeBinomial mean must be finite and > 0, got {mean!r}")
+        if not np.all(np.isfinite(r)) or np.any(r <= 0):
+            raise ValueError(f"NegativeBinomial dispersion must be finite and > 0, got {dispersion!r}")
+        self.mean, self.dispersion = mu, r
+        self.name = f"NegativeBinomial(mean={_short(mu)}, dispersion={_short(r)})"
+
+    def _logpmf(self, values, shape):
+        mu = _cellwise(self.mean, shape, "mean")[..., None]
+        r = _cellwise(self.dispersion, shape, "dispersion")[..., None]
+        return (gammaln(values + r) - gammaln(r) - gammaln(values + 1.0)
+                + r * np.log(r / (r + mu)) + values * np.log(mu / (r + mu)))
+
+    def _params(self):
+        return {"mean": self.mean.tolist(), "dispersion": self.dispersion.tolist()}
+
+
+class Historical(Prior):
+    """Centred on an earlier table: Poisson (or negative binomial with ``dispersion``)
+    with mean ``max(table, floor)`` cell by cell."""
+
+    def __init__(self, table, dispersion=None, floor: float = 0.5):
+        super().__init__()
+        from .table import Table
+        vals = table.values if isinstance(table, Table) else V.count_array(table, "historical table")
+        if not float(floor) > 0:
+            raise ValueError(f"floor must be > 0, got floor={floor!r}")
+        self.table = np.asarray(vals)
+        self.floor = float(floor)
+        mean = np.maximum(self.table.astype(float), self.floor)
+        self._inner = Poisson(mean) if dispersion is None else NegativeBinomial(mean, dispersion)
+        self.dispersion = dispersion
+        self.name = f"Historical(dispersion={dispersion}, floor={self.floor})"
+
+    def _logpmf(self, values, shape):
+        if tuple(self.table.shape) != tuple(shape):
+            raise ValueError(f"historical table has shape {self.table.shape}, "
+                             f"the release has shape {tuple(shape)}")
+        return self._inner._logpmf(values, shape)
+
+    def _params(self):
+        return {"table": self.table.tolist(), "dispersion": self.dispersion, "floor": self.floor}
+
+
+# --- helpers ------------------------------------------------------------------------
+
+def _short(a: np.ndarray):
+    return float(a) if a.ndim == 0 else f"array{a.shape}"
+
+
+def _cellwise(a: np.ndarray, shape, name: str) -> np.ndarray:
+    try:
+        return np.broadcast_to(a, shape)
+    except ValueError:
+        raise ValueError(f"prior {name} has shape {a.shape}, which does not broadcast to the "
+                         f"table shape {tuple(shape)}") from None
+
+
+def _cells_spec(cells):
+    if isinstance(cells, dict):
+        return ("labels", tuple(sorted(cells.items())))
+    a = np.asarray(cells)
+    if a.dtype == bool:
+        return ("mask", a.copy())
+    if a.ndim == 1 and all(isinstance(c, numbers.Integral) for c in a.tolist()):
+        return ("index", (tuple(int(x) for x in a),))
+    if a.ndim == 2:
+        return ("index", tuple(tuple(int(x) for x in row) for row in a))
+    raise TypeError("cells must be an index tuple, a list of index tuples, a boolean mask, "
+                    f"or a dict {{dim: label}}; got {cells!r}")
+
+
+def _spec_json(spec):
+    kind, val = spec
+    if kind == "mask":
+        return [kind, val.tolist()]
+    return [kind, [list(x) for x in val]]
+
+
+def _resolve(spec, shape, dims, coords) -> np.ndarray:
+    kind, val = spec
+    mask = np.zeros(shape, dtype=bool)
+    if kind == "mask":
+        if val.shape != tuple(shape):
+            raise ValueError(f"knowledge mask has shape {val.shape}, table has shape {tuple(shape)}")
+        return val
+    if kind == "index":
+        for idx in val:
+            if len(idx) != len(shape) or any(not (-n <= i < n) for i, n in zip(idx, shape)):
+                raise ValueError(f"cell {idx} is not a valid index for a table of shape {tuple(shape)}")
+            mask[idx] = True
+        return mask
+    if dims is None or coords is None:
+        raise ValueError("label-based cells need the table's dims and coords")
+    idx = []
+    lab = dict(val)
+    for d in dims:
+        if d not in lab:
+            raise ValueError(f"cell labels {lab} miss dim {d!r}")
+        if lab[d] not in coords[d]:
+            raise ValueError(f"label {lab[d]!r} not in dim {d!r} (labels: {coords[d]})")
+        idx.append(coords[d].index(lab[d]))
+    mask[tuple(idx)] = True
+    return mask
+
+
+_PARSERS = {
+    "uniform": lambda a: Uniform(),
+    "flat": lambda a: Flat(*[int(x) for x in a]),
+    "poisson": lambda a: Poisson(float(a[0])),
+    "negbin": lambda a: NegativeBinomial(float(a[0]), float(a[1])),
+}
+
+
+def parse(text: str) -> Prior:
+    """A prior from a short spec: ``uniform``, ``flat:LOW[,HIGH]``, ``poisson:RATE``,
+    ``negbin:MEAN,DISPERSION``."""
+    name, _, args = text.partition(":")
+    name = name.strip().lower()
+    if name not in _PARSERS:
+        raise ValueError(f"unknown prior {text!r}; known: {', '.join(_PARSERS)} "
+                         "(e.g. 'poisson:2.0', 'flat:1')")
+    try:
+        return _PARSERS[name]([x for x in args.split(",") if x.strip()] if args else [])
+    except (IndexError, ValueError, TypeError) as exc:
+        raise ValueError(f"bad prior spec {text!r}: {exc}") from None

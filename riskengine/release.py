@@ -1,0 +1,280 @@
+"""Release: the published values + the mechanism with its public parameters.
+
+A release is what an agency publishes: interior values (``NaN`` = suppressed,
+``None`` = not published at all), the published totals (``margins``, keyed by
+the tuple of dims each total keeps), and the public description of how the
+original was protected.  ``to_json`` / ``from_json`` round-trip exactly.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import xarray as xr
+
+from . import _validate as V
+from .table import Table, _clean_coords, default_margins, margin_closure, totals
+
+__all__ = ["Release", "FORMAT", "FORMAT_VERSION"]
+
+FORMAT = "riskengine.release"
+FORMAT_VERSION = 1
+
+
+class Release:
+    """A published table and the mechanism that produced it.
+
+    Parameters
+    ----------
+    published : array-like, xarray.DataArray or None
+        Published interior values; ``NaN`` marks a suppressed cell; ``None``
+        when only totals are published.
+    margins : dict, optional
+        ``{dims kept: values}``: ``("v",)`` row totals, ``()`` grand total.
+        ``None``: the totals of ``published`` over the default structure (for
+        mechanisms that keep margins exactly).
+    mechanism : riskengine mechanism
+        The protection mechanism with its public parameters.
+    dims, coords
+        Dimension names and category labels (taken from a DataArray if given).
+    kind : {"count", "magnitude"}, optional
+
+    Examples
+    --------
+    >>> import numpy as np, riskengine as rk
+    >>> rel = rk.Release(np.array([[3, 1], [2, 4]]), mechanism=rk.CyclicPerturbation(
+    ...     cycles=[[[1, -1], [-1, 1]]], alpha=0.25, beta=0.25), dims=("v", "w"))
+    >>> rk.Release.from_json(rel.to_json()) == rel
+    True
+    """
+
+    def __init__(self, published=None, margins=None, mechanism=None, dims=None, coords=None,
+                 kind: str | None = None):
+        from .mechanisms import Mechanism
+        if mechanism is None or not isinstance(mechanism, Mechanism):
+            raise TypeError("a Release needs its mechanism (e.g. rk.CyclicPerturbation(...)), "
+                            f"got {mechanism!r}")
+        self.mechanism = mechanism
+        if isinstance(published, Table):
+            published = published.data
+        if isinstance(published, xr.DataArray):
+            dims = tuple(published.dims) if dims is None else dims
+            if coords is None:
+                coords = {d: list(published.coords[d].values) for d in published.dims
+                          if d in published.coords}
+            published = published.values
+        if published is None:
+            if dims is None:
+                raise ValueError("a margins-only release needs dims=")
+            dims = tuple(str(d) for d in dims)
+            shape = _shape_from(dims, coords, margins)
+            self.published = None
+        else:
+            arr = np.asarray(published)
+            if dims is None:
+                dims = tuple(f"dim_{i}" for i in range(arr.ndim))
+            dims = tuple(str(d) for d in dims)
+            if len(dims) != arr.ndim:
+                raise ValueError(f"dims {dims} has {len(dims)} names but published has "
+                                 f"{arr.ndim} dimensions (shape {arr.shape})")
+            shape = arr.shape
+            if kind is None:
+                af = arr.astype(float)
+                fin = af[~np.isnan(af)]
+                kind = "count" if np.all(fin == np.round(fin)) else "magnitude"
+            self.published = (V.count_array(arr, "published", allow_nan=True) if kind == "count"
+                              else V.magnitude_array(arr, "published", allow_nan=True))
+            self.published.setflags(write=False)
+        self.kind = kind or "count"
+        V.choice(self.kind, "kind", ("count", "magnitude"))
+        self.dims = dims
+        self.shape = tuple(int(s) for s in shape)
+        self.coords = _clean_coords(coords, dims, self.shape)
+        self.margins = self._clean_margins(margins)
+        self.structure = margin_closure(list(self.margins), dims) if self.margins else ()
+        self._check_additivity()
+        mechanism.validate_release(self)
+
+    # --- validation -------------------------------------------------------------------
+    def _clean_margins(self, margins) -> dict:
+        if margins is None:
+            if self.published is None or np.isnan(np.asarray(self.published, float)).any():
+                raise ValueError("margins must be given when published is None or has "
+                                 "suppressed (NaN) cells")
+            return totals(self.published, self.dims, default_margins(self.dims))
+        out = {}
+        for key, val in dict(margins).items():
+            keep = (key,) if isinstance(key, str) else tuple(key)
+            bad = [d for d in keep if d not in self.dims]
+            if bad:
+                raise ValueError(f"margin key {key!r} names unknown dims {bad}; dims are {self.dims}")
+            keep = tuple(d for d in self.dims if d in keep)
+            if len(keep) == len(self.dims):
+                raise ValueError(f"margin {key!r} keeps every dim; put interior values in published")
+            if isinstance(val, xr.DataArray):
+                val = val.transpose(*keep).values
+            want = tuple(self.shape[self.dims.index(d)] for d in keep)
+            arr = np.asarray(val)
+            if arr.shape != want:
+                raise ValueError(f"margin {keep} must have shape {want} (its dims {keep}), "
+                                 f"got {arr.shape}")
+            arr = (V.count_array(arr, f"margin {keep}") if self.kind == "count"
+                   else V.magnitude_array(arr, f"margin {keep}"))
+            arr.setflags(write=False)
+            out[keep] = arr
+        return out
+
+    def _check_additivity(self):
+        # totals must agree with each other ...
+        keys = list(self.margins)
+        for a in keys:
+            for b in keys:
+                if len(a) < len(b) and set(a) <= set(b):
+                    axes = tuple(i for i, d in enumerate(b) if d not in a)
+                    s = self.margins[b].sum(axis=axes)
+                    tol = V.additivity_tol(s, self.margins[a])
+                    if np.any(np.abs(s - self.margins[a]) > tol):
+                        raise ValueError(f"published margins do not add up: margin {b} summed "
+                                         f"to {a} gives {np.asarray(s).tolist()}, but margin {a} "
+                                         f"is {np.asarray(self.margins[a]).tolist()}")
+        # ... and with the interior, when the interior is fully published and the
+        # mechanism keeps the table additive
+        if self.published is None or not self.mechanism.additive:
+            return
+        pub = np.asarray(self.published)
+        if np.isnan(pub.astype(float)).any():
+            return
+        for keep, val in self.margins.items():
+            s = totals(pub, self.dims, [keep])[keep]
+            tol = V.additivity_tol(s, val)
+            diff = np.abs(s - val)
+            if np.any(diff > tol):
+                where = tuple(int(i) for i in np.argwhere(np.atleast_1d(diff > tol))[0])
+                raise ValueError(
+                    f"published table does not add up to margin {keep}: at {where} the cells sum "
+                    f"to {np.atleast_1d(s)[where]} but the margin is {np.atleast_1d(val)[where]} "
+                    f"({self.mechanism.name} releases are additive)")
+
+    # --- views --------------------------------------------------------------------------
+    @property
+    def data(self) -> xr.DataArray:
+        """Published interior as a DataArray (NaN = suppressed)."""
+        if self.published is None:
+            vals = np.full(self.shape, np.nan)
+        else:
+            vals = np.asarray(self.published).copy()
+        return xr.DataArray(vals, dims=self.dims, coords=self.coords, name="published",
+                            attrs={"mechanism": self.mechanism.describe()})
+
+    def __repr__(self) -> str:
+        return (f"Release(mechanism={self.mechanism.describe()}, dims={self.dims}, "
+                f"shape={self.shape}, margins={list(self.margins)})")
+
+    def __eq__(self, other):
+        if not isinstance(other, Release):
+            return NotImplemented
+        same_pub = ((self.published is None and other.published is None) or
+                    (self.published is not None and other.published is not None and
+                     np.array_equal(np.asarray(self.published), np.asarray(other.published),
+                                    equal_nan=True) and
+                     np.asarray(self.published).dtype == np.asarray(other.published).dtype))
+        return (same_pub and self.dims == other.dims and self.coords == other.coords
+                and self.kind == other.kind
+                and self.margins.keys() == other.margins.keys()
+                and all(np.array_equal(self.margins[k], other.margins[k]) for k in self.margins)
+                and self.mechanism.to_dict() == other.mechanism.to_dict())
+
+    __hash__ = None
+
+    # --- JSON ---------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "kind": self.kind,
+            "dims": list(self.dims),
+            "shape": list(self.shape),
+            "coords": {d: list(v) for d, v in self.coords.items()},
+            "published": None if self.published is None else _to_lists(self.published),
+            "margins": [{"keep": list(k), "values": _to_lists(v)} for k, v in self.margins.items()],
+            "mechanism": self.mechanism.to_dict(),
+        }
+
+    def to_json(self, indent: int | None = None) -> str:
+        """JSON text; ``indent`` puts each top-level field on its own line."""
+        d = self.to_dict()
+        if indent is None:
+            return json.dumps(d, allow_nan=False)
+        pad = " " * indent
+        body = ",\n".join(f"{pad}{json.dumps(k)}: {json.dumps(v, allow_nan=False)}"
+                           for k, v in d.items())
+        return "{\n" + body + "\n}\n"
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Release":
+        from .mechanisms import mechanism_from_dict
+        if not isinstance(d, dict) or d.get("format") != FORMAT:
+            raise ValueError(f"not a riskengine release (format must be {FORMAT!r})")
+        ver = d.get("version")
+        if ver != FORMAT_VERSION:
+            raise ValueError(f"release format version {ver!r} is not supported "
+                             f"(this riskengine reads version {FORMAT_VERSION})")
+        kind = d.get("kind", "count")
+        dtype = np.int64 if kind == "count" else float
+        pub = d.get("published")
+        if pub is not None:
+            pub = _from_lists(pub, dtype)
+        margins = {tuple(m["keep"]): _from_lists(m["values"], dtype) for m in d.get("margins", [])}
+        return cls(published=pub, margins=margins, mechanism=mechanism_from_dict(d["mechanism"]),
+                   dims=tuple(d["dims"]), coords=d.get("coords"), kind=kind)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Release":
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"release JSON is not valid JSON: {exc}") from None
+        return cls.from_dict(d)
+
+    def save(self, path) -> None:
+        """Write the release as JSON, atomically."""
+        from ._io import atomic_write_text
+        atomic_write_text(path, self.to_json(indent=1))
+
+    @classmethod
+    def load(cls, path) -> "Release":
+        with open(path, encoding="utf-8") as fh:
+            return cls.from_json(fh.read())
+
+
+def _shape_from(dims, coords, margins) -> tuple:
+    shape = []
+    for i, d in enumerate(dims):
+        if coords and d in coords and coords[d] is not None:
+            shape.append(len(coords[d]))
+            continue
+        n = None
+        for key, val in (margins or {}).items():
+            keep = (key,) if isinstance(key, str) else tuple(key)
+            if d in keep:
+                n = np.asarray(val).shape[list(keep).index(d)]
+                break
+        if n is None:
+            raise ValueError(f"cannot tell the size of dim {d!r}: give coords or a margin keeping it")
+        shape.append(int(n))
+    return tuple(shape)
+
+
+def _to_lists(a):
+    a = np.asarray(a)
+    if np.issubdtype(a.dtype, np.integer):
+        return a.tolist()
+    return np.where(np.isnan(a), None, a).tolist()
+
+
+def _from_lists(x, dtype):
+    a = np.array(x, dtype=object)
+    if dtype is not float and not np.any(a == None):  # noqa: E711  (JSON null)
+        return np.array(x, dtype=np.int64)
+    return np.array(np.where(a == None, np.nan, a), dtype=float)  # noqa: E711

@@ -1,0 +1,176 @@
+"""Table: labelled cell values plus the published structure (which totals exist)."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import xarray as xr
+
+from . import _validate as V
+
+__all__ = ["Table", "default_margins", "margin_closure", "totals"]
+
+
+def default_margins(dims: tuple) -> tuple:
+    """All totals of a 2-D table; every (k-1)-way margin (and below) of a k-D table."""
+    k = len(dims)
+    return margin_closure([tuple(c) for c in combinations(dims, k - 1)] if k else [], dims)
+
+
+def margin_closure(margins, dims: tuple) -> tuple:
+    """Every configuration implied by the published ones (sub-totals of a total), largest first."""
+    dims = tuple(dims)
+    out = set()
+    for keep in margins:
+        keep = tuple(keep)
+        unknown = [d for d in keep if d not in dims]
+        if unknown:
+            raise ValueError(f"margin {keep} names dims {unknown} that the table does not have "
+                             f"(dims: {dims})")
+        if len(set(keep)) != len(keep):
+            raise ValueError(f"margin {keep} repeats a dim")
+        if len(keep) == len(dims):
+            raise ValueError(f"margin {keep} keeps every dim: that is the interior, not a total")
+        keep = tuple(d for d in dims if d in keep)
+        for r in range(len(keep) + 1):
+            out.update(combinations(keep, r))
+    return tuple(sorted(out, key=lambda t: (-len(t), [dims.index(d) for d in t])))
+
+
+def totals(values: np.ndarray, dims: tuple, margins) -> dict:
+    """Sum ``values`` (axes in ``dims`` order) down to each margin configuration."""
+    out = {}
+    for keep in margins:
+        axes = tuple(i for i, d in enumerate(dims) if d not in keep)
+        out[tuple(keep)] = np.asarray(values.sum(axis=axes))
+    return out
+
+
+class Table:
+    """A table of counts (integers) or magnitudes (floats) with named dims and labels.
+
+    Parameters
+    ----------
+    data : array-like or xarray.DataArray
+        Interior cell values.  A DataArray brings its dims and coords.
+    dims : tuple of str, optional
+        Dimension names (default ``dim_0, dim_1, ...``).
+    coords : dict, optional
+        Category labels per dim (default ``0..n-1``).
+    margins : sequence of tuples, optional
+        Published marginal configurations, each the tuple of dims the total
+        *keeps* (``("v",)`` = row totals, ``()`` = grand total).  Default: all
+        totals of a 2-D table, every (k-1)-way margin of a k-D table.
+    kind : {"count", "magnitude"}, optional
+        Counts must be nonnegative integers; default: "count" when every value
+        is integral, else "magnitude".
+
+    Examples
+    --------
+    >>> import numpy as np, riskengine as rk
+    >>> t = rk.Table(np.array([[15, 1], [20, 10]]), dims=("v", "w"))
+    >>> t.totals()[("v",)].tolist()
+    [16, 30]
+    """
+
+    def __init__(self, data, dims=None, coords=None, margins=None, kind: str | None = None,
+                 name: str | None = None):
+        if isinstance(data, Table):
+            data = data.data
+        if isinstance(data, xr.DataArray):
+            dims = tuple(data.dims) if dims is None else tuple(dims)
+            if coords is None:
+                coords = {d: list(data.coords[d].values) if d in data.coords else None
+                          for d in data.dims}
+            name = name or data.name
+            data = data.values
+        arr = np.asarray(data)
+        if arr.ndim == 0:
+            raise ValueError("a table needs at least one dimension, got a scalar")
+        if dims is None:
+            dims = tuple(f"dim_{i}" for i in range(arr.ndim))
+        dims = tuple(str(d) for d in dims)
+        if len(dims) != arr.ndim:
+            raise ValueError(f"dims {dims} has {len(dims)} names but the data has {arr.ndim} "
+                             f"dimensions (shape {arr.shape})")
+        if len(set(dims)) != len(dims):
+            raise ValueError(f"dims must be distinct, got {dims}")
+        if kind is None:
+            af = np.asarray(arr, dtype=float) if arr.dtype != object else None
+            kind = "count" if (af is not None and np.all(np.isfinite(af))
+                               and np.all(af == np.round(af))) else "magnitude"
+        V.choice(kind, "kind", ("count", "magnitude"))
+        values = V.count_array(arr, "table counts") if kind == "count" else \
+            V.magnitude_array(arr, "table values")
+        self.kind = kind
+        self.dims = dims
+        self.coords = _clean_coords(coords, dims, arr.shape)
+        self.margins = default_margins(dims) if margins is None else margin_closure(margins, dims)
+        self.name = name
+        self._values = values
+        self._values.setflags(write=False)
+
+    # --- views -----------------------------------------------------------------
+    @property
+    def values(self) -> np.ndarray:
+        return self._values
+
+    @property
+    def shape(self) -> tuple:
+        return self._values.shape
+
+    @property
+    def ndim(self) -> int:
+        return self._values.ndim
+
+    @property
+    def data(self) -> xr.DataArray:
+        """The interior cells as a labelled DataArray."""
+        return xr.DataArray(self._values.copy(), dims=self.dims, coords=self.coords,
+                            name=self.name or "count", attrs={"kind": self.kind})
+
+    def totals(self) -> dict:
+        """Published totals: ``{dims kept: ndarray}``."""
+        return totals(self._values, self.dims, self.margins)
+
+    def __repr__(self) -> str:
+        return (f"Table(kind={self.kind!r}, dims={self.dims}, shape={self.shape}, "
+                f"margins={list(self.margins)})")
+
+    def __eq__(self, other):
+        return (isinstance(other, Table) and self.dims == other.dims
+                and self.margins == other.margins and self.coords == other.coords
+                and np.array_equal(self._values, other._values))
+
+    __hash__ = None
+
+
+def _clean_coords(coords, dims, shape) -> dict:
+    coords = dict(coords or {})
+    unknown = set(coords) - set(dims)
+    if unknown:
+        raise ValueError(f"coords given for unknown dims {sorted(unknown)}; dims are {dims}")
+    out = {}
+    for d, n in zip(dims, shape):
+        labels = coords.get(d)
+        if labels is None:
+            labels = list(range(n))
+        labels = [_plain(x) for x in np.asarray(labels, dtype=object).ravel().tolist()]
+        if len(labels) != n:
+            raise ValueError(f"dim {d!r} has {n} categories but {len(labels)} labels were given")
+        if len(set(labels)) != n:
+            raise ValueError(f"labels of dim {d!r} must be distinct, got {labels}")
+        out[d] = labels
+    return out
+
+
+def _plain(x):
+    """Labels as plain Python str / int (JSON- and netCDF-friendly)."""
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (int, str)):
+        return x
+    if isinstance(x, (float, np.floating)) and float(x).is_integer():
+        return int(x)
+    return str(x)

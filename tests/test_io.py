@@ -1,0 +1,51 @@
+import numpy as np
+import pytest
+import xarray as xr
+
+import riskengine as rk
+
+
+def test_csv_long_and_wide_agree(tmp_path):
+    long = tmp_path / "t.csv"
+    long.write_text("v,w,count\na,x,1\na,y,2\nb,x,3\nb,y,4\n")
+    wide = tmp_path / "w.csv"
+    wide.write_text("v\\w,x,y\na,1,2\nb,3,4\n")
+    t1, t2 = rk.read_table(long), rk.read_table(wide)
+    assert t1 == t2
+    assert t1.dims == ("v", "w") and t1.coords == {"v": ["a", "b"], "w": ["x", "y"]}
+
+
+def test_csv_errors_name_the_problem(tmp_path):
+    p = tmp_path / "bad.csv"
+    p.write_text("v,w,count\na,x,1\na,y,2\nb,x,3\n")
+    with pytest.raises(ValueError, match="missing"):
+        rk.read_table(p)
+    p.write_text("v,w,count\na,x,1\na,x,2\n")
+    with pytest.raises(ValueError, match="more than once"):
+        rk.read_table(p)
+    p.write_text("v,w,count\na,x,1\na,y,-2\nb,x,3\nb,y,1\n")
+    with pytest.raises(ValueError, match="nonnegative"):
+        rk.read_table(p)
+    p.write_text("v,w,count\na,x,1\na,y,zz\n")
+    with pytest.raises(ValueError, match="'zz' is not a number"):
+        rk.read_table(p)
+    with pytest.raises(FileNotFoundError):
+        rk.read_table(tmp_path / "nope.csv")
+
+
+def test_netcdf_round_trip(tmp_path):
+    da = xr.DataArray(np.array([[1, 2], [3, 4]]), dims=("v", "w"),
+                      coords={"v": ["a", "b"], "w": ["x", "y"]}, name="count")
+    p = tmp_path / "t.nc"
+    da.to_dataset().to_netcdf(p, engine="scipy")
+    t = rk.read_table(p)
+    assert t.values.tolist() == [[1, 2], [3, 4]] and t.coords["w"] == ["x", "y"]
+
+
+def test_release_save_is_atomic_and_loads(tmp_path):
+    rel = rk.Release(np.array([[3, 1, 2], [2, 4, 1], [1, 2, 5]]), mechanism=rk.CyclicPerturbation(
+        rk.cycles.diagonal(3), alpha=0.2, beta=0.2))
+    p = tmp_path / "out" / "rel.json"
+    rel.save(p)
+    assert rk.Release.load(p) == rel
+    assert [x.name for x in p.parent.iterdir()] == ["rel.json"]   # no temp files left

@@ -189,7 +189,7 @@ class CliqueTree:
             self.up[v] = (keep, msg)
             if self.parent[v] is None:
                 total = self.sr.mul(total, msg)
-        for vars_, t in self.constant:
+        for _vars, t in self.constant:
             total = self.sr.mul(total, t)
         self.total = total
         if downward and self.sr.kind == "log":

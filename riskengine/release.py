@@ -250,7 +250,7 @@ class Release:
 
 def _shape_from(dims, coords, margins) -> tuple:
     shape = []
-    for i, d in enumerate(dims):
+    for d in dims:
         if coords and d in coords and coords[d] is not None:
             shape.append(len(coords[d]))
             continue

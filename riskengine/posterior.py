@@ -47,6 +47,8 @@ class Posterior:
         self.n_candidates = n_candidates
         self.log_evidence = float(log_evidence)
         self.attrs = dict(attrs or {})
+        #: posteriors of totals that are not published exactly: {dims kept: Posterior}
+        self.totals: dict = {}
 
     # --- helpers --------------------------------------------------------------------
     @property

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Mechanism", "REGISTRY", "register", "mechanism_from_dict", "CyclicPerturbation"]
+__all__ = ["Mechanism", "REGISTRY", "register", "mechanism_from_dict", "CyclicPerturbation",
+           "MarginsOnly", "ControlledRounding", "frechet_bounds"]
 
 REGISTRY: dict = {}
 
@@ -62,4 +63,6 @@ def mechanism_from_dict(d: dict) -> Mechanism:
     return REGISTRY[name].from_dict(d)
 
 
-from .cyclic import CyclicPerturbation  # noqa: E402  (registers itself)
+from .cyclic import CyclicPerturbation  # noqa: E402  (each registers itself)
+from .margins_only import MarginsOnly, frechet_bounds  # noqa: E402
+from .rounding import ControlledRounding  # noqa: E402

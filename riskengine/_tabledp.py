@@ -1,0 +1,194 @@
+"""Glue between releases of 2-D count tables and the exact table DP (kernels.table_dp).
+
+Everything is described as log-weights over windows: every interior cell, every
+row total, every column total and the grand total has a first value and a row
+of log-weights (-inf = impossible).  ``solve`` returns the log evidence and the
+marginal of every entry; ``count`` returns the exact number of tables with
+positive weight (Chinese remaindering over primes below 2^25).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernels import table_dp
+
+_MAX_STATES = 40_000_000
+
+
+def _primes_below(n: int, k: int) -> list:
+    out = []
+    x = n - 1
+    while len(out) < k:
+        if x % 2 and all(x % d for d in range(3, int(math.isqrt(x)) + 1, 2)):
+            out.append(x)
+        x -= 1
+    return out
+
+
+_PRIMES = _primes_below(2 ** 25, 12)
+
+
+@dataclass
+class Windows:
+    """Log-weight windows of every entry of a 2-D table with totals."""
+    cell_lo: np.ndarray      # (r, c) int64
+    cell_lw: np.ndarray      # (r, c, W) float
+    row_lo: np.ndarray       # (r,)
+    row_lw: np.ndarray       # (r, Wr)
+    col_lo: np.ndarray       # (c,)
+    col_lw: np.ndarray       # (c, Wc)
+    grand_lo: int
+    grand_lw: np.ndarray     # (Wg,)
+
+    def trimmed(self) -> "Windows":
+        """Drop impossible values at the ends of every window (tighter DP state)."""
+        def trim(lo, lw):
+            fin = np.isfinite(lw)
+            if not fin.any(axis=-1).all():
+                raise _Empty()
+            first = np.argmax(fin, axis=-1)
+            last = lw.shape[-1] - 1 - np.argmax(fin[..., ::-1], axis=-1)
+            W = int((last - first).max()) + 1
+            idx = first[..., None] + np.arange(W)
+            ok = idx <= last[..., None]
+            vals = np.take_along_axis(lw, np.minimum(idx, lw.shape[-1] - 1), axis=-1)
+            return lo + first, np.where(ok, vals, -np.inf)
+        cl, cw = trim(self.cell_lo, self.cell_lw)
+        rl, rw = trim(self.row_lo, self.row_lw)
+        kl, kw = trim(self.col_lo, self.col_lw)
+        gl, gw = trim(np.array(self.grand_lo), self.grand_lw)
+        return Windows(cl, cw, rl, rw, kl, kw, int(gl), gw)
+
+
+class _Empty(Exception):
+    pass
+
+
+def _prepare(win: Windows):
+    r = win.cell_lo.shape[0]
+    row_lo_hi = np.stack([win.row_lo, win.row_lo + win.row_lw.shape[1] - 1], axis=1)
+    derived = (win.row_lw.shape[1] == 1 and win.col_lw.shape[1] == 1
+               and win.grand_lw.shape[0] == 1)
+    return r, row_lo_hi.astype(np.int64), derived
+
+
+def _start_weights(win: Windows, indicator: bool):
+    """init_fn for the DP: weights of every vector of row totals in a box, with the
+    grand total's weight (a function of their sum).  Returns (fn, log scale)."""
+    scale = [0.0]
+
+    def fn(roff, rsize):
+        r = len(rsize)
+        lw = np.zeros(1)
+        tot = np.zeros(1, np.int64)
+        for i in range(r):
+            vals = roff[i] + np.arange(rsize[i])
+            k = vals - win.row_lo[i]
+            row = np.full(rsize[i], -np.inf)
+            ok = (k >= 0) & (k < win.row_lw.shape[1])
+            row[ok] = win.row_lw[i, k[ok]]
+            lw = (lw[:, None] + row[None, :]).ravel()
+            tot = (tot[:, None] + vals[None, :]).ravel()
+        g = tot - win.grand_lo
+        gok = (g >= 0) & (g < win.grand_lw.shape[0])
+        glw = np.full(lw.size, -np.inf)
+        glw[gok] = win.grand_lw[g[gok]]
+        lw = lw + glw
+        fin = np.isfinite(lw)
+        if indicator:
+            return fin.astype(float)
+        mx = lw[fin].max() if fin.any() else 0.0
+        scale[0] = mx
+        return np.where(fin, np.exp(lw - mx), 0.0)
+
+    return fn, scale
+
+
+def _scaled(lw):
+    fin = np.isfinite(lw)
+    mx = np.where(fin, lw, -np.inf).max(axis=-1)
+    mx = np.where(np.isfinite(mx), mx, 0.0)
+    return np.where(fin, np.exp(lw - mx[..., None]), 0.0), mx
+
+
+def _col_starts(win: Windows, derived):
+    c = win.col_lo.shape[0]
+    if not derived:
+        return np.zeros(c, np.int64)
+    N = win.grand_lo
+    return (N - np.concatenate([[0], np.cumsum(win.col_lo)[:-1]])).astype(np.int64)
+
+
+def solve(win: Windows) -> dict | None:
+    """Log evidence and all marginals; None when no table has positive weight."""
+    try:
+        win = win.trimmed()
+    except _Empty:
+        return None
+    r, row_lo_hi, derived = _prepare(win)
+    init_fn, scale = _start_weights(win, indicator=False)
+    cw, cmx = _scaled(win.cell_lw)
+    kw, kmx = _scaled(win.col_lw)
+    res = table_dp.run(init_fn, row_lo_hi, win.cell_lo.astype(np.int64), cw,
+                       win.col_lo.astype(np.int64), kw, derived, _col_starts(win, derived), 0.0,
+                       _MAX_STATES)
+    if not np.isfinite(res["log_z"]):
+        return None
+    log_z = res["log_z"] + scale[0] + cmx.sum() + kmx.sum()
+    start, roff, rsize = res["start"], res["roff0"], res["rsize0"]
+    grid = start.reshape(tuple(int(x) for x in rsize))
+    rows = [grid.sum(axis=tuple(k for k in range(r) if k != i)) for i in range(r)]
+    tot = np.zeros(1, np.int64)
+    for i in range(r):
+        tot = (tot[:, None] + np.arange(rsize[i])[None, :]).ravel()
+    grand = np.bincount(tot, weights=start)
+    return {"log_z": log_z, "cell_lo": win.cell_lo, "cell": res["cell"],
+            "row_lo": roff.astype(np.int64), "row": _pad(rows),
+            "col_lo": win.col_lo, "col": res["col"],
+            "grand_lo": int(roff.sum()), "grand": grand}
+
+
+def _pad(rows):
+    W = max(len(x) for x in rows)
+    return np.array([np.concatenate([x, np.zeros(W - len(x))]) for x in rows])
+
+
+def count(win: Windows) -> int:
+    """Exact number of tables with positive weight."""
+    try:
+        win = win.trimmed()
+    except _Empty:
+        return 0
+    r, row_lo_hi, derived = _prepare(win)
+    init_fn, _ = _start_weights(win, indicator=True)
+    cw = np.isfinite(win.cell_lw).astype(float)
+    kw = np.isfinite(win.col_lw).astype(float)
+    lo = win.cell_lo.astype(np.int64)
+    clo = win.col_lo.astype(np.int64)
+    starts = _col_starts(win, derived)
+    est = table_dp.run(init_fn, row_lo_hi, lo, cw, clo, kw, derived, starts, 0.0,
+                       _MAX_STATES)["log_z"]
+    if not np.isfinite(est):
+        return 0
+    need = est / math.log(2) + 4      # bits, with margin
+    residues, mods, bits = [], [], 0.0
+    for p in _PRIMES:
+        z = table_dp.run(init_fn, row_lo_hi, lo, cw, clo, kw, derived, starts, float(p),
+                         _MAX_STATES)["z"]
+        residues.append(int(round(z)))
+        mods.append(p)
+        bits += math.log2(p)
+        if bits > need:
+            break
+    else:
+        raise OverflowError("count too large for the available moduli")
+    x, M = 0, 1
+    for a, p in zip(residues, mods):       # Chinese remaindering
+        t = ((a - x) * pow(M, -1, p)) % p
+        x += M * t
+        M *= p
+    return int(x)

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import __version__, cycles, priors
 from ._io import atomic_write_netcdf, read_table
-from .mechanisms import CyclicPerturbation
+from .mechanisms import ControlledRounding, CyclicPerturbation, MarginsOnly
 from .posterior import count_candidates, posterior
 from .release import Release
 
@@ -68,7 +68,8 @@ def _risk_report(post, rel, truth, level: float) -> str:
     rows = []
     for idx in np.ndindex(*post.shape):
         labels = [post.coords[d][i] for d, i in zip(dims, idx)]
-        r = [_fmt_cell(labels), f"{int(ds['published'].values[idx])}",
+        pub = f"{int(ds['published'].values[idx])}" if "published" in ds else "-"
+        r = [_fmt_cell(labels), pub,
              f"{int(ds['mode'].values[idx])}", f"{ds['max_prob'].values[idx]:.3f}"]
         if truth is not None:
             r.append(f"{ds['prob_exact'].values[idx]:.3f}")
@@ -117,22 +118,29 @@ def _cmd_assess(args) -> int:
 
 def _cmd_protect(args) -> int:
     table = read_table(args.table)
-    if args.mechanism != "cyclic":
-        raise ValueError(f"unknown mechanism {args.mechanism!r}; known: 'cyclic'")
-    if table.ndim != 2:
-        raise ValueError("protect --mechanism cyclic builds its design for 2-D tables; "
-                         "for k-D tables build the release in Python with your cycles")
-    n, m = table.shape
-    designs = {"diagonal": lambda: cycles.diagonal(n) if n == m else None,
-               "staircase": lambda: cycles.staircase(n, m)}
-    if args.design not in designs:
-        raise ValueError(f"unknown design {args.design!r}; known: {', '.join(designs)}")
-    c = designs[args.design]()
-    if c is None:
-        raise ValueError(f"the diagonal design needs a square table, got {n} x {m}; "
-                         "use --design staircase")
-    mech = CyclicPerturbation(c, alpha=args.alpha, beta=args.beta, rule=args.rule)
-    rel = mech.protect(table, rng=np.random.default_rng(args.seed))
+    rng = np.random.default_rng(args.seed)
+    if args.mechanism == "cyclic":
+        if table.ndim != 2:
+            raise ValueError("protect --mechanism cyclic builds its design for 2-D tables; "
+                             "for k-D tables build the release in Python with your cycles")
+        n, m = table.shape
+        if args.design == "diagonal":
+            if n != m:
+                raise ValueError(f"the diagonal design needs a square table, got {n} x {m}; "
+                                 "use --design staircase")
+            c = cycles.diagonal(n)
+        elif args.design == "staircase":
+            c = cycles.staircase(n, m)
+        else:
+            raise ValueError(f"unknown design {args.design!r}; known: diagonal, staircase")
+        mech = CyclicPerturbation(c, alpha=args.alpha, beta=args.beta, rule=args.rule)
+    elif args.mechanism == "rounding":
+        mech = ControlledRounding(args.base, method=args.method, likelihood=args.likelihood)
+    elif args.mechanism == "margins":
+        mech = MarginsOnly()
+    else:
+        raise ValueError(f"unknown mechanism {args.mechanism!r}; known: cyclic, rounding, margins")
+    rel = mech.protect(table, rng)
     if args.out:
         rel.save(args.out)
         print(f"release written to {args.out}")
@@ -163,11 +171,15 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(func=_cmd_assess)
     pr = sub.add_parser("protect", help="protect a table, write the release JSON")
     pr.add_argument("table")
-    pr.add_argument("--mechanism", default="cyclic")
+    pr.add_argument("--mechanism", default="cyclic", help="cyclic | rounding | margins")
     pr.add_argument("--design", default="diagonal", help="diagonal (square) | staircase (n x m)")
     pr.add_argument("--alpha", type=float, default=0.25)
     pr.add_argument("--beta", type=float, default=0.25)
     pr.add_argument("--rule", default="negative", help="negative | any_zero")
+    pr.add_argument("--base", type=int, default=3, help="rounding base")
+    pr.add_argument("--method", default="unbiased", help="rounding: unbiased | optimal")
+    pr.add_argument("--likelihood", default="feasible",
+                    help="rounding likelihood for inference: feasible | unbiased")
     pr.add_argument("--seed", type=int, default=None, help="random seed (same seed, same release)")
     pr.add_argument("--out", help="release JSON path (default: stdout)")
     pr.set_defaults(func=_cmd_protect)

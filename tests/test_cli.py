@@ -48,3 +48,16 @@ def test_bad_input_exit_2_one_line(tmp_path):
     r = subprocess.run([sys.executable, "-m", "riskengine.cli", "assess", "--prior", "zzz"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "unknown prior 'zzz'" in r.stderr
+
+
+def test_protect_rounding_and_margins_then_assess(tmp_path, capsys):
+    t = tmp_path / "t.csv"
+    t.write_text("\\,a,b,c\nx,3,0,2\ny,1,4,1\nz,2,2,5\n")
+    for mech, extra in (("rounding", ["--base", "3", "--method", "optimal"]), ("margins", [])):
+        rel = tmp_path / f"{mech}.json"
+        assert main(["protect", str(t), "--mechanism", mech, "--seed", "1", "--out", str(rel),
+                     *extra]) == 0
+        assert main(["assess", str(rel), "--truth", str(t), "--out", str(tmp_path / mech)]) == 0
+        out = capsys.readouterr().out
+        assert "candidate original tables:" in out
+    assert main(["protect", str(t), "--mechanism", "bogus"]) == 2

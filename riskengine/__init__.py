@@ -18,7 +18,7 @@ probabilities and utility.  It also implements the protection methods.
 
 from . import cycles, priors
 from ._io import read_csv_long, read_csv_wide, read_netcdf, read_table
-from .mechanisms import (ControlledRounding, CyclicPerturbation, MarginsOnly, Mechanism,
+from .mechanisms import (BinomialPerturbation, Bootstrap, ControlledRounding, CyclicPerturbation, MarginsOnly, Mechanism,
                          frechet_bounds)
 from .posterior import Posterior, count_candidates, posterior
 from .release import Release
@@ -29,6 +29,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Table", "Release", "Posterior", "posterior", "count_candidates",
     "CyclicPerturbation", "ControlledRounding", "MarginsOnly", "frechet_bounds",
+    "Bootstrap", "BinomialPerturbation",
     "Mechanism", "cycles", "priors",
     "read_table", "read_csv_long", "read_csv_wide", "read_netcdf",
 ]

@@ -23,7 +23,7 @@ import numpy as np
 from . import __version__, cycles, priors
 from ._io import atomic_write_netcdf, read_table
 from .mechanisms import ControlledRounding, CyclicPerturbation, MarginsOnly
-from .posterior import count_candidates, posterior
+from .posterior import _count_text, count_candidates, posterior
 from .release import Release
 
 
@@ -81,7 +81,7 @@ def _risk_report(post, rel, truth, level: float) -> str:
     out.append("")
     out.append(f"mechanism: {rel.mechanism.describe()}")
     out.append(f"prior: {post.attrs.get('prior')}    route: {post.attrs.get('route')}")
-    out.append(f"candidate original tables: {post.n_candidates}")
+    out.append(f"candidate original tables: {_count_text(post.n_candidates)}")
     out.append(f"log evidence: {post.log_evidence:.6f}")
     if truth is not None:
         pe = post.prob_exact(truth).values

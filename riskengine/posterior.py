@@ -179,7 +179,7 @@ class Posterior:
         out = {}
         for k, v in self.attrs.items():
             out[k] = v if isinstance(v, (str, float, int)) else str(v)
-        out["n_candidates"] = "unknown" if self.n_candidates is None else str(self.n_candidates)
+        out["n_candidates"] = _count_text(self.n_candidates)
         out["log_evidence"] = self.log_evidence
         return out
 
@@ -192,6 +192,17 @@ class Posterior:
     def __repr__(self) -> str:
         return (f"Posterior(shape={self.shape}, n_candidates={self.n_candidates}, "
                 f"log_evidence={self.log_evidence:.6g}, method={self.attrs.get('method')!r})")
+
+
+def _count_text(n) -> str:
+    """Exact decimal for counts up to 4000 digits, else '~1eX' (decimal conversion of huge
+    ints is slow and capped by Python)."""
+    if n is None:
+        return "unknown"
+    if n.bit_length() < 13000:
+        return str(n)
+    import math
+    return f"~1e{(n.bit_length() - 1) * math.log10(2):.1f} (exact value in memory)"
 
 
 def _prior(prior) -> Prior:

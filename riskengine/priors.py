@@ -99,6 +99,12 @@ class Prior:
     def uniform_over_tables(self) -> bool:
         return False
 
+    @property
+    def cell_invariant(self) -> bool:
+        """True when every cell has the same prior (routes may then work per distinct value)."""
+        return not self._knowledge and all(np.ndim(v) == 0 for v in self._params().values()
+                                           if not isinstance(v, (str, type(None))))
+
     def describe(self) -> str:
         return self.name + ("+knowledge" if self._knowledge else "")
 
@@ -216,6 +222,10 @@ class Historical(Prior):
 
     def _params(self):
         return {"table": self.table.tolist(), "dispersion": self.dispersion, "floor": self.floor}
+
+    @property
+    def cell_invariant(self) -> bool:
+        return False
 
 
 # --- helpers ------------------------------------------------------------------------

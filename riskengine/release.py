@@ -94,6 +94,8 @@ class Release:
         self.margins = self._clean_margins(margins)
         self.structure = margin_closure(list(self.margins), dims) if self.margins else ()
         self._check_additivity()
+        #: free-form facts about how the release was made (e.g. bootstrap regenerations)
+        self.info: dict = {}
         mechanism.validate_release(self)
 
     # --- validation -------------------------------------------------------------------
@@ -199,6 +201,7 @@ class Release:
             "published": None if self.published is None else _to_lists(self.published),
             "margins": [{"keep": list(k), "values": _to_lists(v)} for k, v in self.margins.items()],
             "mechanism": self.mechanism.to_dict(),
+            **({"info": self.info} if self.info else {}),
         }
 
     def to_json(self, indent: int | None = None) -> str:
@@ -226,8 +229,10 @@ class Release:
         if pub is not None:
             pub = _from_lists(pub, dtype)
         margins = {tuple(m["keep"]): _from_lists(m["values"], dtype) for m in d.get("margins", [])}
-        return cls(published=pub, margins=margins, mechanism=mechanism_from_dict(d["mechanism"]),
-                   dims=tuple(d["dims"]), coords=d.get("coords"), kind=kind)
+        rel = cls(published=pub, margins=margins, mechanism=mechanism_from_dict(d["mechanism"]),
+                  dims=tuple(d["dims"]), coords=d.get("coords"), kind=kind)
+        rel.info = dict(d.get("info", {}))
+        return rel
 
     @classmethod
     def from_json(cls, text: str) -> "Release":

@@ -1,0 +1,326 @@
+"""Resampling protections of seed 001 (Domingo-Ferrer & Mateo-Sanz 1999).
+
+``Bootstrap(M, S)`` (Heer): n = grand total; draw M multinomial(n, x/n) tables,
+average them and round each cell to the nearest integer (halves up); if any cell
+with x > 0 leaves its quality interval [l(x), u(x)] (|x^M - x| <= S sqrt(x(1 - x/n)))
+the whole draw is regenerated.  Zeros stay zero.
+
+``BinomialPerturbation(S, preserve)`` (seed 001, section 3.1): each cell with
+x > 0 is drawn from binomial(n, x/n) truncated to [l(x), u(x)]; the compensation
+stage then removes (adds) units one at a time from (to) cells chosen with
+probability proportional to their room above l(x) (below u(x)) until the grand
+total (each row total, each column total) is restored.
+
+Likelihood (exact per cell, no simulation): the law of the published value given
+the original, renormalised to the quality interval.  Bootstrap: the sum of the
+M draws of a cell is binomial(nM, x/n), so the published value is its rounded
+average.  Binomial: the truncated binomial; the compensation stage is *not* in
+this likelihood.  The posterior treats cells independently (prior x per-cell
+likelihood); this ignores the whole-table regeneration and the compensation
+stage, an approximation measured in ``studies/resampling``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from .. import _validate as V
+from ..posterior import Posterior
+from ..priors import Prior
+from . import Mechanism, register
+
+PRESERVE = ("total", "rows", "columns")
+
+
+def quality_interval(x, n, S):
+    """[l(x), u(x)]: integers within S sqrt(x (1 - x/n)) of x (x = 0: [0, 0])."""
+    x = np.asarray(x, dtype=float)
+    n = np.asarray(n, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sd = np.sqrt(np.maximum(x * (1.0 - x / np.where(n > 0, n, 1.0)), 0.0))
+    lo = np.maximum(np.ceil(x - S * sd - 1e-9), 0).astype(np.int64)
+    hi = np.floor(x + S * sd + 1e-9).astype(np.int64)
+    return lo, hi
+
+
+def _x_window(k, S):
+    """All originals x that can publish k satisfy x - S sqrt(x) <= k <= x + S sqrt(x)."""
+    k = np.asarray(k, dtype=float)
+    r = np.sqrt(S * S + 4 * k)
+    lo = np.floor(np.maximum((r - S) / 2, 0) ** 2) - 1
+    hi = np.ceil(((r + S) / 2) ** 2) + 1
+    return np.maximum(lo, 0).astype(np.int64), hi.astype(np.int64)
+
+
+class _Resampling(Mechanism):
+    """Shared per-cell posterior for the resampling mechanisms."""
+
+    additive = True
+
+    def _cell_loglik(self, k, x, n):          # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _n_for_cells(self, release) -> np.ndarray:
+        raise NotImplementedError             # pragma: no cover
+
+    def log_likelihood_cells(self, k, x, n) -> np.ndarray:
+        """log Pr(published k | original x), per cell (broadcasting), -inf if impossible."""
+        k = np.asarray(k, dtype=np.int64)
+        x = np.asarray(x, dtype=np.int64)
+        n = np.asarray(n, dtype=np.int64)
+        k, x, n = np.broadcast_arrays(k, x, n)
+        out = np.full(k.shape, -np.inf)
+        zero = x == 0
+        out[zero & (k == 0)] = 0.0
+        pos = (x > 0) & (x <= n)
+        if pos.any():
+            lo, hi = quality_interval(x[pos], n[pos], self.S)
+            inside = (k[pos] >= lo) & (k[pos] <= hi)
+            ll = np.full(inside.shape, -np.inf)
+            ll[inside] = self._cell_loglik(k[pos][inside], x[pos][inside], n[pos][inside],
+                                           lo[inside], hi[inside])
+            out[pos] = ll
+        return out
+
+    def posterior(self, release, prior: Prior, route: str = "auto", progress=None,
+                  count: bool = True) -> Posterior:
+        V.choice(route, "route", ("auto", "cells"))
+        P = np.asarray(release.published, dtype=np.int64)
+        n = np.broadcast_to(self._n_for_cells(release), P.shape)
+        keys = np.stack([P.ravel(), n.ravel()], axis=1)
+        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        inv = inv.ravel()
+        ulo, uhi = _x_window(uniq[:, 0], self.S)
+        uhi = np.minimum(uhi, uniq[:, 1])
+        W = int((uhi - ulo).max()) + 1
+        uvals = ulo[:, None] + np.arange(W)
+        # the likelihood depends on (k, n) only: computed once per distinct pair
+        ull = self.log_likelihood_cells(uniq[:, :1], uvals, uniq[:, 1:])
+        ull = np.where(uvals <= uniq[:, 1:], ull, -np.inf)
+        xlo = ulo[inv].reshape(P.shape)
+        if prior.cell_invariant:
+            logp = prior.log_weights(uvals) + ull
+        else:
+            vals = xlo[..., None] + np.arange(W)
+            logp = prior.log_weights(vals, release.dims, release.coords) + \
+                ull[inv].reshape(P.shape + (W,))
+        mx = np.max(logp, axis=-1, keepdims=True)
+        if not np.all(np.isfinite(mx)):
+            j = np.argwhere(~np.isfinite(mx[..., 0]))[0]
+            k = int(uniq[j[0], 0]) if prior.cell_invariant else int(P[tuple(j)])
+            raise ValueError(f"no original value is consistent with the published value {k} "
+                             "under this prior")
+        p = np.exp(logp - mx)
+        z = p.sum(-1, keepdims=True)
+        probs = p / z
+        logz = np.log(z[..., 0]) + mx[..., 0]
+        support = (probs > 0).sum(-1)
+        if prior.cell_invariant:
+            mult = np.bincount(inv, minlength=len(uniq))
+            log_ev = float((logz * mult).sum())
+            probs = probs[inv].reshape(P.shape + (W,))
+        else:
+            support, mult = np.unique(support, return_counts=True)
+            log_ev = float(logz.sum())
+        n_cand = None
+        if count:   # product of per-cell support sizes
+            n_cand = 1
+            for s_, m_ in zip(np.ravel(support).tolist(), np.ravel(mult).tolist()):
+                if m_:
+                    n_cand *= pow(int(s_), int(m_))
+        return Posterior(start=xlo, probs=probs, dims=release.dims, coords=release.coords,
+                         published=P, n_candidates=n_cand, log_evidence=log_ev,
+                         attrs={"method": f"{self.name}/cells", "prior": prior.describe(),
+                                "mechanism": self.describe(), "route": "cells",
+                                "approximation": "cells treated as independent (product of "
+                                "per-cell likelihoods); see studies/resampling"})
+
+    def count_candidates(self, release, prior: Prior | None = None, route: str = "auto") -> int:
+        from ..priors import Uniform
+        return self.posterior(release, prior or Uniform()).n_candidates
+
+    def validate_release(self, release) -> None:
+        if release.kind != "count" or release.published is None:
+            raise ValueError(f"a {self.name} release publishes a table of counts")
+        if np.isnan(np.asarray(release.published, float)).any():
+            raise ValueError(f"a {self.name} release has no suppressed (NaN) cells")
+
+
+def _round_half_up(a):
+    return np.floor(a + 0.5).astype(np.int64)
+
+
+@register
+class Bootstrap(_Resampling):
+    """Heer's bootstrap: average of M bootstrap tables, rounded, with quality bound S.
+
+    Examples
+    --------
+    >>> import numpy as np, riskengine as rk
+    >>> t = rk.Table(np.array([[5, 0, 12], [30, 2, 51]]))
+    >>> rel = rk.Bootstrap(M=3, S=2.0).protect(t, np.random.default_rng(0))
+    >>> int(rel.published[0, 1])   # zeros stay zero
+    0
+    """
+
+    name = "bootstrap"
+    additive = False   # the rounded average need not add up to n
+
+    def __init__(self, M: int, S: float, max_regenerations: int = 100_000):
+        self.M = V.integer(M, "M", 1)
+        if not (isinstance(S, (int, float)) and S > 0):
+            raise ValueError(f"S must be a number > 0, got S={S!r}")
+        self.S = float(S)
+        self.max_regenerations = V.integer(max_regenerations, "max_regenerations", 1)
+
+    def _params(self) -> dict:
+        return {"M": self.M, "S": self.S}
+
+    def protect(self, table, rng: np.random.Generator):
+        from ..release import Release
+        from ..table import Table
+        if not isinstance(table, Table):
+            table = Table(table)
+        if table.kind != "count":
+            raise ValueError("the bootstrap needs a table of counts")
+        rng = self._rng(rng)
+        x = table.values
+        n = int(x.sum())
+        if n == 0:
+            raise ValueError("the bootstrap needs a table with a positive grand total")
+        lo, hi = quality_interval(x, n, self.S)
+        pos = x > 0
+        p = (x / n).ravel()
+        for attempt in range(self.max_regenerations):
+            draws = rng.multinomial(n, p, size=self.M).reshape((self.M,) + x.shape)
+            xm = _round_half_up(draws.mean(axis=0))
+            if np.all((xm[pos] >= lo[pos]) & (xm[pos] <= hi[pos])):
+                break
+        else:
+            raise RuntimeError(f"no bootstrap draw met the quality condition in "
+                               f"{self.max_regenerations} attempts (S={self.S} is too tight)")
+        rel = Release(published=xm, margins={(): n}, mechanism=self, dims=table.dims,
+                      coords=table.coords, kind="count")
+        rel.info["regenerations"] = attempt
+        return rel
+
+    def _n_for_cells(self, release):
+        if () not in release.margins:
+            raise ValueError("a bootstrap release must publish the original grand total n "
+                             "(margins={(): n})")
+        return np.int64(release.margins[()])
+
+    def _cell_loglik(self, k, x, n, lo, hi):
+        M = self.M
+        p = x / n
+        N = n * M
+        def cdf_below(kk):   # Pr(round(T / M) <= kk - 1) = Pr(T <= ceil(M (kk - 0.5)) - 1)
+            return stats.binom.cdf(np.ceil(M * (kk - 0.5)) - 1, N, p)
+        num = cdf_below(k + 1) - cdf_below(k)
+        den = cdf_below(hi + 1) - cdf_below(lo)
+        with np.errstate(divide="ignore"):
+            return np.log(np.maximum(num, 0)) - np.log(den)
+
+
+@register
+class BinomialPerturbation(_Resampling):
+    """Cell-oriented binomial perturbation with compensation (seed 001, section 3.1).
+
+    ``preserve``: restore the grand total ("total"), every row total ("rows") or
+    every column total ("columns") of a 2-D table.
+    """
+
+    name = "binomial"
+
+    def __init__(self, S: float, preserve: str = "total"):
+        if not (isinstance(S, (int, float)) and S > 0):
+            raise ValueError(f"S must be a number > 0, got S={S!r}")
+        self.S = float(S)
+        self.preserve = V.choice(preserve, "preserve", PRESERVE)
+
+    def _params(self) -> dict:
+        return {"S": self.S, "preserve": self.preserve}
+
+    def _groups(self, shape):
+        """Index groups whose totals are preserved (each treated as its own table)."""
+        if self.preserve == "total":
+            return [np.ones(shape, bool)]
+        if len(shape) != 2:
+            raise ValueError(f"preserve={self.preserve!r} needs a 2-D table, got shape {shape}")
+        axis = 0 if self.preserve == "rows" else 1
+        out = []
+        for i in range(shape[axis]):
+            m = np.zeros(shape, bool)
+            if axis == 0:
+                m[i] = True
+            else:
+                m[:, i] = True
+            out.append(m)
+        return out
+
+    def protect(self, table, rng: np.random.Generator):
+        from ..release import Release
+        from ..table import Table
+        if not isinstance(table, Table):
+            table = Table(table)
+        if table.kind != "count":
+            raise ValueError("binomial perturbation needs a table of counts")
+        rng = self._rng(rng)
+        x = table.values
+        out = np.zeros_like(x)
+        for g in self._groups(x.shape):
+            out[g] = _perturb_group(x[g], self.S, rng)
+        d = table.dims
+        margins = {(): int(x.sum())}
+        if self.preserve == "rows":
+            margins[(d[0],)] = x.sum(axis=1)
+        elif self.preserve == "columns":
+            margins[(d[1],)] = x.sum(axis=0)
+        return Release(published=out, margins=margins, mechanism=self, dims=table.dims,
+                       coords=table.coords, kind="count")
+
+    def _n_for_cells(self, release):
+        d = release.dims
+        if self.preserve == "total":
+            return np.int64(release.margins[()])
+        if self.preserve == "rows":
+            return np.asarray(release.margins[(d[0],)], dtype=np.int64)[:, None]
+        return np.asarray(release.margins[(d[1],)], dtype=np.int64)[None, :]
+
+    def _cell_loglik(self, k, x, n, lo, hi):
+        p = x / n
+        num = stats.binom.logpmf(k, n, p)
+        den = np.log(stats.binom.cdf(hi, n, p) - stats.binom.cdf(lo - 1, n, p))
+        return num - den
+
+
+def _perturb_group(x: np.ndarray, S: float, rng: np.random.Generator) -> np.ndarray:
+    """Truncated binomial draws for one group of cells, then the compensation stage.
+
+    The compensation stage picks one unit at a time, each cell with probability
+    proportional to its remaining room (x' - l(x) to remove, u(x) - x' to add), and
+    decrements that room: the numbers of units taken from the cells are therefore
+    multivariate hypergeometric(room, |n' - n|), which is how they are drawn here.
+    """
+    n = int(x.sum())
+    out = np.zeros_like(x)
+    if n == 0:
+        return out
+    lo, hi = quality_interval(x, n, S)
+    pos = x > 0
+    p = x[pos] / n
+    a = stats.binom.cdf(lo[pos] - 1, n, p)          # inverse-cdf draw, truncated binomial
+    b = stats.binom.cdf(hi[pos], n, p)
+    u = a + (b - a) * rng.random(int(pos.sum()))
+    v = stats.binom.ppf(u, n, p).astype(np.int64)
+    out[pos] = np.clip(v, lo[pos], hi[pos])
+    diff = int(out.sum()) - n
+    if diff == 0:
+        return out
+    room = np.where(pos, out - lo if diff > 0 else hi - out, 0).astype(np.int64)
+    if room.sum() < abs(diff):
+        raise RuntimeError("compensation stage cannot restore the total within the "
+                           "quality intervals")
+    take = rng.multivariate_hypergeometric(room, abs(diff))
+    return out - take if diff > 0 else out + take

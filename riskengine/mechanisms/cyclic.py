@@ -132,8 +132,13 @@ class CyclicPerturbation(Mechanism):
         if table.kind != "count":
             raise ValueError("cyclic perturbation needs a table of counts")
         self._check_shape(table.shape, table.dims, table.margins)
-        rng = self._rng(rng)
-        state = table.values.copy()
+        state = self._simulate(table.values, self._rng(rng))
+        return Release(published=state, margins=table.totals(), mechanism=self, dims=table.dims,
+                       coords=table.coords, kind="count")
+
+    def _simulate(self, values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The perturbed table (no validation): one uniform draw per cycle, in order."""
+        state = np.array(values, dtype=np.int64)
         u = rng.random(self.m)
         for k in range(self.m):
             bu, bd = self._blocked(state, k)
@@ -143,8 +148,7 @@ class CyclicPerturbation(Mechanism):
             elif u[k] < self.alpha + self.beta:
                 if not bd:
                     state -= self.cycles[k]
-        return Release(published=state, margins=table.totals(), mechanism=self, dims=table.dims,
-                       coords=table.coords, kind="count")
+        return state
 
     # --- validation ---------------------------------------------------------------
     def _check_shape(self, shape, dims, margins):

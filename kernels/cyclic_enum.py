@@ -29,10 +29,41 @@ are linearly dependent.  ``zset`` lists the lattice vectors z (Cz = 0, entries i
 if no ``e + z`` is inside the box and valid (lexicographically smallest valid
 member of its class).  With ``key_mode`` the caller instead receives an integer
 key per valid leaf (offsets of a basis of pivot groups) and deduplicates.
+
+How the walk is made fast (same leaves, same weights, same counts; only the
+order of floating-point additions differs):
+
+* **Tables instead of offsets.**  Everything cycle j contributes to a path (its
+  coin q_j with the blocking rule, the support and prior factors of the groups
+  finalised at j) depends only on the offsets of the groups *in* cycle j before
+  e_j is decided, and on e_j.  Those offsets are encoded as one small integer
+  state s_j (mixed radix over the groups of cycle j, each offset bounded by the
+  group's coverage by the cycles above j) and the factor of every (s_j, e_j) is
+  tabulated once per call (``_lut_build``).  Deciding e_k then only shifts the
+  states of the lower cycles that share a group with cycle k by fixed amounts,
+  and a node costs one table load and a multiply.  Histograms are accumulated
+  per table entry and spread to ``Hg`` once at the end (``_lut_spread``).
+* **No per-leaf work.**  Below a node of cycle 1 the three leaves' masses, valid
+  count and histogram entries are all ``w1 * (something of the cycle-0 state)``:
+  the table keeps their sum and count per state, and only w1 is accumulated
+  (``W0``), so a leaf costs about a third of a node.
+* **Straight-line bottom.**  The lowest five cycles (243 leaves) are walked by
+  nested loops that the compiler unrolls (``_lb5`` .. ``_lb1``, inlined), with
+  unsigned indices (no negative-index wraparound code); the general depth-first
+  state machine only runs above them, or where the canonical test is needed.
+* **Canonical test only where it can fail**: a counter (``nzero``) of lattice
+  vectors z still compatible with the cycles decided so far; the bottom loops
+  are used only when it is 0 (every leaf below is canonical).
+* **Threads**: the branches are split into equal tasks dealt round-robin to the
+  threads, each with its own accumulators (padded apart: no false sharing).
+* Key mode, or tables that would be too large (``_LUT_LIMIT`` entries), use the
+  offset-based walk (``_gwalk``), which is the direct implementation of the
+  description above.
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import prange
 
@@ -41,225 +72,269 @@ from ._jit import njit
 NEGATIVE = 0
 ANY_ZERO = 1
 
-
-@njit(_nrt=False)
-def _coin(ev, bu, bd, alpha, beta, gamma):
-    """q_k(e | state): the three-sided coin after the blocking rule."""
-    if ev == 1:
-        return 0.0 if bu else alpha
-    if ev == -1:
-        return 0.0 if bd else beta
-    q = gamma
-    if bu:
-        q += alpha
-    if bd:
-        q += beta
-    return q
+_LUT_LIMIT = 1 << 20      # table entries (3 per state and cycle) for the table walk
 
 
-@njit(_nrt=False)
-def _step_ok(k, ev, off, cyc_ptr, cyc_grp, cyc_coef, pmin, rule, alpha, beta, gamma):
-    """After applying e_k (offsets already updated): q_k, or 0.0 if impossible."""
-    bu = False
-    bd = False
-    for t in range(cyc_ptr[k], cyc_ptr[k + 1]):
-        g = cyc_grp[t]
-        o = off[g]
-        if o > pmin[g]:
-            return 0.0
-        if o == pmin[g]:
-            if rule == ANY_ZERO:
-                bu = True
-                bd = True
-            elif cyc_coef[t] < 0:
-                bu = True
+# --- the offset-based walk (key mode, very wide cycles) --------------------------------
+#
+# A group's offset is kept as its flat index into the (G, W) tables, ow[g] = g W + o + K,
+# so that the prior factor and the histogram bin are one load / one add away; epw[t] is
+# the same index for the group's smallest published value (capped at K + 1: beyond that
+# it can never be reached).  Fs is F flattened, -1.0 outside the support.
+
+@njit(inline="always")
+def _u(i):
+    """An index known to be >= 0, as unsigned: no negative-index wraparound code."""
+    return np.uint64(i)
+
+
+@njit(inline="always")
+def _enter(k, c, ow, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt):
+    """Apply e_k = 1 - c to the offsets; return q_k(e_k | state), 0.0 if impossible."""
+    ev = 1 - c
+    bad = False
+    bm = 0
+    for t in range(cyc_ptr[_u(k)], cyc_ptr[_u(k + 1)]):
+        ut = _u(t)
+        g = _u(cyc_grp[ut])
+        x = ow[g] + cyc_coef[ut] * ev
+        ow[g] = x
+        p = epw[ut]
+        bad |= x > p
+        if x == p:
+            bm |= bcode[ut]
+    if bad:
+        return 0.0
+    return qt[_u(4 * c + bm)]
+
+
+@njit(inline="always")
+def _leave(k, c, ow, cyc_ptr, cyc_grp, cyc_coef):
+    ev = 1 - c
+    for t in range(cyc_ptr[_u(k)], cyc_ptr[_u(k + 1)]):
+        ut = _u(t)
+        ow[_u(cyc_grp[ut])] -= cyc_coef[ut] * ev
+
+
+@njit(inline="always")
+def _fin(k, w, ow, fin_ptr, fin_grp, Fs):
+    """w times the prior factors of the groups finalised at cycle k; -1.0 if invalid."""
+    for t in range(fin_ptr[_u(k)], fin_ptr[_u(k + 1)]):
+        f = Fs[_u(ow[_u(fin_grp[_u(t)])])]
+        if f < 0.0:
+            return -1.0
+        w *= f
+    return w
+
+
+@njit(inline="always")
+def _hist(k, M, ow, fin_ptr, fin_grp, Hg):
+    for t in range(fin_ptr[_u(k)], fin_ptr[_u(k + 1)]):
+        Hg[_u(ow[_u(fin_grp[_u(t)])])] += M
+
+
+@njit(inline="always")
+def _zmove(k, ev, sgn, zset, viol, nzero):
+    """Count e_k = ev in (sgn = +1) or out of (sgn = -1) the violation counters."""
+    for zi in range(zset.shape[0]):
+        v = ev + zset[zi, k]
+        if v < -1 or v > 1:
+            if sgn > 0:
+                if viol[zi] == 0:
+                    nzero -= 1
+                viol[zi] += 1
             else:
-                bd = True
-    return _coin(ev, bu, bd, alpha, beta, gamma)
+                viol[zi] -= 1
+                if viol[zi] == 0:
+                    nzero += 1
+    return nzero
 
 
 @njit(_nrt=False)
-def _valid_vector(e, cyc_ptr, cyc_grp, cyc_coef, pmin, Fok, K, fin_ptr, fin_grp,
-                  rule, alpha, beta, gamma, off):
+def _valid_vector(e, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, fin_grp, Fs, ow0, ow):
     """True if sign vector e (cycle order, entries in {-1,0,1}) has positive weight."""
     m = e.shape[0]
-    off[:] = 0
+    for g in range(ow.shape[0]):
+        ow[g] = ow0[g]
     for d in range(m):
         k = m - 1 - d
-        ev = e[k]
-        for t in range(cyc_ptr[k], cyc_ptr[k + 1]):
-            off[cyc_grp[t]] += cyc_coef[t] * ev
-        if _step_ok(k, ev, off, cyc_ptr, cyc_grp, cyc_coef, pmin,
-                    rule, alpha, beta, gamma) <= 0.0:
+        if _enter(k, 1 - e[k], ow, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt) <= 0.0:
             return False
-        for t in range(fin_ptr[k], fin_ptr[k + 1]):
-            g = fin_grp[t]
-            if not Fok[g, off[g] + K]:
-                return False
+        if _fin(k, 1.0, ow, fin_ptr, fin_grp, Fs) < 0.0:
+            return False
     return True
 
 
 @njit(_nrt=False)
-def _last_level(w0, e, off, off2, e2, viol, cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K,
-                fin_ptr, fin_grp, rule, alpha, beta, gamma, zset, Hg, key_mode, pivots,
-                key_base, keys, key_pos):
-    """The three children (e_0 = +1, 0, -1) of a node at depth m - 2, without the DFS
-    bookkeeping.  Returns (mass, valid, canonical, keys written)."""
+def _is_canonical(e, e2, viol, zset, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr,
+                  fin_grp, Fs, ow0, ow2):
     m = e.shape[0]
-    nz = zset.shape[0]
-    mass = 0.0
-    nvalid = 0
-    ncanon = 0
-    nkeys = 0
+    for zi in range(zset.shape[0]):
+        if viol[zi] == 0:
+            for kk in range(m):
+                e2[kk] = e[kk] + zset[zi, kk]
+            if _valid_vector(e2, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, fin_grp,
+                             Fs, ow0, ow2):
+                return False
+    return True
+
+
+@njit(inline="always")
+def _key(ow, ow0, pivots, key_base, K):
+    key = 0
+    for i in range(pivots.shape[0]):
+        g = pivots[i]
+        key = key * key_base + (ow[g] - ow0[g] + K)
+    return key
+
+
+@njit(inline="always")
+def _leaves(w1, ow, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, fin_grp, fin_coef, Fs,
+            Hg):
+    """The three leaves (cycle 0) below a node of weight w1, the offsets left untouched
+    (a finalised group's bin is ow + fin_coef e_0).  Returns (mass, valid leaves)."""
+    s1 = 0.0
+    nv = 0
     a, b = cyc_ptr[0], cyc_ptr[1]
     fa, fb = fin_ptr[0], fin_ptr[1]
-    for c3 in range(3):
-        ev = 1 - c3
+    for c in range(3):
+        ev = 1 - c
+        bad = False
+        bm = 0
         for t in range(a, b):
-            off[cyc_grp[t]] += cyc_coef[t] * ev
-        q = _step_ok(0, ev, off, cyc_ptr, cyc_grp, cyc_coef, pmin, rule, alpha, beta, gamma)
+            ut = _u(t)
+            x = ow[_u(cyc_grp[ut])] + cyc_coef[ut] * ev
+            p = epw[ut]
+            if x > p:
+                # (an early exit also keeps LLVM from vectorising this short loop with
+                # gathers, which would wait for the stores to ow to retire)
+                bad = True
+                break
+            if x == p:
+                bm |= bcode[ut]
+        if bad:
+            continue
+        q = qt[_u(4 * c + bm)]
         if q > 0.0:
-            w = w0 * q
+            w = w1 * q
             ok = True
             for t in range(fa, fb):
-                g = fin_grp[t]
-                idx = off[g] + K
-                if not Fok[g, idx]:
+                ut = _u(t)
+                f = Fs[_u(ow[_u(fin_grp[ut])] + fin_coef[ut] * ev)]
+                if f < 0.0:
                     ok = False
                     break
-                w *= F[g, idx]
+                w *= f
             if ok:
-                mass += w
-                nvalid += 1
+                s1 += w
+                nv += 1
                 for t in range(fa, fb):
-                    g = fin_grp[t]
-                    Hg[g, off[g] + K] += w
-                canon = True
-                if nz > 0:
-                    e[0] = ev
-                    for zi in range(nz):
-                        v = ev + zset[zi, 0]
-                        if viol[zi] == 0 and -1 <= v <= 1:
-                            for kk in range(m):
-                                e2[kk] = e[kk] + zset[zi, kk]
-                            if _valid_vector(e2, cyc_ptr, cyc_grp, cyc_coef, pmin, Fok, K,
-                                             fin_ptr, fin_grp, rule, alpha, beta, gamma, off2):
-                                canon = False
-                                break
-                    e[0] = 0
-                if canon:
-                    ncanon += 1
-                if key_mode:
-                    key = 0
-                    for i in range(pivots.shape[0]):
-                        key = key * key_base + (off[pivots[i]] + K)
-                    keys[key_pos + nkeys] = key
-                    nkeys += 1
-        for t in range(a, b):
-            off[cyc_grp[t]] -= cyc_coef[t] * ev
-    return mass, nvalid, ncanon, nkeys
+                    ut = _u(t)
+                    Hg[_u(ow[_u(fin_grp[ut])] + fin_coef[ut] * ev)] += w
+    return s1, nv
 
 
 @njit(_nrt=False)
-def _last_two(w0, e, off, off2, e2, viol, cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K,
-              fin_ptr, fin_grp, rule, alpha, beta, gamma, zset, Hg, key_mode, pivots,
-              key_base, keys, key_pos):
-    """Cycles k = 1 and k = 0 below a node at depth m - 3 (nine leaves, no DFS state)."""
-    nz = zset.shape[0]
-    mass = 0.0
-    nvalid = 0
-    ncanon = 0
-    nkeys = 0
-    a, b = cyc_ptr[1], cyc_ptr[2]
-    fa, fb = fin_ptr[1], fin_ptr[2]
-    for c3 in range(3):
-        ev = 1 - c3
-        for t in range(a, b):
-            off[cyc_grp[t]] += cyc_coef[t] * ev
-        q = _step_ok(1, ev, off, cyc_ptr, cyc_grp, cyc_coef, pmin, rule, alpha, beta, gamma)
-        if q > 0.0:
-            w = w0 * q
-            ok = True
-            for t in range(fa, fb):
-                g = fin_grp[t]
-                idx = off[g] + K
-                if not Fok[g, idx]:
-                    ok = False
-                    break
-                w *= F[g, idx]
-            if ok:
-                e[1] = ev
-                for zi in range(nz):
-                    v = ev + zset[zi, 1]
-                    if v < -1 or v > 1:
-                        viol[zi] += 1
-                r = _last_level(w, e, off, off2, e2, viol, cyc_ptr, cyc_grp, cyc_coef, pmin,
-                                F, Fok, K, fin_ptr, fin_grp, rule, alpha, beta, gamma, zset, Hg,
-                                key_mode, pivots, key_base, keys, key_pos + nkeys)
-                for t in range(fa, fb):
-                    g = fin_grp[t]
-                    Hg[g, off[g] + K] += r[0]
-                mass += r[0]
-                nvalid += r[1]
-                ncanon += r[2]
-                nkeys += r[3]
-                for zi in range(nz):
-                    v = ev + zset[zi, 1]
-                    if v < -1 or v > 1:
-                        viol[zi] -= 1
-                e[1] = 0
-        for t in range(a, b):
-            off[cyc_grp[t]] -= cyc_coef[t] * ev
-    return mass, nvalid, ncanon, nkeys
+def _gblock3(w3, ow, ow0, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, fin_grp,
+             fin_coef, Fs, K, Hg, key_mode, pivots, key_base, keys, key_pos):
+    """The 27 leaves below a node at depth m - 4 (cycles k = 2, 1, 0), when none of them
+    needs the canonical test.  Returns (mass, valid leaves)."""
+    tot = 0.0
+    nv = 0
+    for c2 in range(3):
+        q2 = _enter(2, c2, ow, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt)
+        if q2 > 0.0:
+            w2 = _fin(2, w3 * q2, ow, fin_ptr, fin_grp, Fs)
+            if w2 >= 0.0:
+                s2 = 0.0
+                for c1 in range(3):
+                    q1 = _enter(1, c1, ow, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt)
+                    if q1 > 0.0:
+                        w1 = _fin(1, w2 * q1, ow, fin_ptr, fin_grp, Fs)
+                        if w1 >= 0.0 and not key_mode:
+                            r = _leaves(w1, ow, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt,
+                                        fin_ptr, fin_grp, fin_coef, Fs, Hg)
+                            nv += r[1]
+                            _hist(1, r[0], ow, fin_ptr, fin_grp, Hg)
+                            s2 += r[0]
+                        elif w1 >= 0.0:
+                            s1 = 0.0
+                            for c0 in range(3):
+                                q0 = _enter(0, c0, ow, cyc_ptr, cyc_grp, cyc_coef, epw, bcode,
+                                            qt)
+                                if q0 > 0.0:
+                                    w0 = _fin(0, w1 * q0, ow, fin_ptr, fin_grp, Fs)
+                                    if w0 >= 0.0:
+                                        s1 += w0
+                                        _hist(0, w0, ow, fin_ptr, fin_grp, Hg)
+                                        if key_mode:
+                                            keys[key_pos + nv] = _key(ow, ow0, pivots,
+                                                                      key_base, K)
+                                        nv += 1
+                                _leave(0, c0, ow, cyc_ptr, cyc_grp, cyc_coef)
+                            _hist(1, s1, ow, fin_ptr, fin_grp, Hg)
+                            s2 += s1
+                    _leave(1, c1, ow, cyc_ptr, cyc_grp, cyc_coef)
+                _hist(2, s2, ow, fin_ptr, fin_grp, Hg)
+                tot += s2
+        _leave(2, c2, ow, cyc_ptr, cyc_grp, cyc_coef)
+    return tot, nv
 
 
 @njit(_nrt=False)
-def _branch(prefix, cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_ptr, fin_grp,
-            rule, alpha, beta, gamma, zset, Hg, key_mode, pivots, key_base, keys, key_start,
-            off, off2, e, e2, choice, alive, wbefore, mass, viol):
-    """Depth-first walk of one top-level branch (its first choices fixed by prefix).
+def _gwalk(prefix, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, fin_grp, fin_coef, Fs,
+           K, zset,
+           Hg, key_mode, pivots, key_base, keys, key_start,
+           ow0, ow, ow2, e, e2, choice, alive, wbefore, mass, viol):
+    """Depth-first walk of one task (its first choices fixed by prefix).
 
     Returns (total leaf mass, number of valid sign vectors, number of canonical
-    valid sign vectors, number of keys written).  Hg (G, W) is accumulated in place.
+    valid sign vectors, number of keys written).  Hg (G W, flat) is accumulated in place.
     """
     m = cyc_ptr.shape[0] - 1
     s = prefix.shape[0]
     nz = zset.shape[0]
-    off[:] = 0
-    e[:] = 0
-    choice[:] = -1
+    # the bottom three cycles go to _gblock3 when they are below the forced prefix
+    dblock = m - 4 if m - 3 >= s else -2
+    for g in range(ow.shape[0]):
+        ow[g] = ow0[g]
+    for j in range(m):
+        e[j] = 0
+        choice[j] = -1
+    for zi in range(nz):
+        viol[zi] = 0
     wbefore[0] = 1.0
-    viol[:] = 0
+    nzero = nz
     total = 0.0
     nvalid = 0
     ncanon = 0
     nkeys = 0
+    if dblock == -1 and nzero == 0:
+        # m == 3, no prefix: the whole walk is one block below the root
+        r = _gblock3(1.0, ow, ow0, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, fin_grp,
+                     fin_coef, Fs, K, Hg, key_mode, pivots, key_base, keys, key_start)
+        return r[0], r[1], r[1], r[1] if key_mode else 0
     d = 0
     while d >= 0:
         k = m - 1 - d
-        if choice[d] >= 0:
-            # leave the node (d, choice[d]): histogram its finalised groups, pass mass up
-            ev = e[k]
+        c = choice[d]
+        if c >= 0:
+            # leave the node (d, c): histogram its finalised groups, pass mass up
             if alive[d]:
                 M = mass[d]
-                for t in range(fin_ptr[k], fin_ptr[k + 1]):
-                    g = fin_grp[t]
-                    Hg[g, off[g] + K] += M
+                _hist(k, M, ow, fin_ptr, fin_grp, Hg)
                 if d > 0:
                     mass[d - 1] += M
                 else:
                     total += M
-            for t in range(cyc_ptr[k], cyc_ptr[k + 1]):
-                off[cyc_grp[t]] -= cyc_coef[t] * ev
-            for zi in range(nz):
-                v = ev + zset[zi, k]
-                if v < -1 or v > 1:
-                    viol[zi] -= 1
+            _leave(k, c, ow, cyc_ptr, cyc_grp, cyc_coef)
+            if nz > 0:
+                nzero = _zmove(k, e[k], -1, zset, viol, nzero)
             e[k] = 0
         if d < s:
-            c = prefix[d] if choice[d] == -1 else 3
+            c = prefix[d] if c == -1 else 3
         else:
-            c = choice[d] + 1
+            c = c + 1
         if c > 2:
             choice[d] = -1
             d -= 1
@@ -267,66 +342,34 @@ def _branch(prefix, cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_ptr, fin_gr
         choice[d] = c
         ev = 1 - c
         e[k] = ev
-        for t in range(cyc_ptr[k], cyc_ptr[k + 1]):
-            off[cyc_grp[t]] += cyc_coef[t] * ev
-        for zi in range(nz):
-            v = ev + zset[zi, k]
-            if v < -1 or v > 1:
-                viol[zi] += 1
-        q = _step_ok(k, ev, off, cyc_ptr, cyc_grp, cyc_coef, pmin, rule, alpha, beta, gamma)
-        ok = q > 0.0
-        w = 0.0
-        if ok:
-            w = wbefore[d] * q
-            for t in range(fin_ptr[k], fin_ptr[k + 1]):
-                g = fin_grp[t]
-                idx = off[g] + K
-                if not Fok[g, idx]:
-                    ok = False
-                    break
-                w *= F[g, idx]
+        if nz > 0:
+            nzero = _zmove(k, ev, 1, zset, viol, nzero)
+        q = _enter(k, c, ow, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt)
+        w = -1.0
+        if q > 0.0:
+            w = _fin(k, wbefore[d] * q, ow, fin_ptr, fin_grp, Fs)
+        ok = w >= 0.0
         alive[d] = ok
         if not ok:
             continue
-        if d == m - 3 and m - 2 >= s:
-            # last two cycles (k = 1, 0) in tight loops
-            r = _last_two(w, e, off, off2, e2, viol, cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok,
-                          K, fin_ptr, fin_grp, rule, alpha, beta, gamma, zset, Hg, key_mode,
-                          pivots, key_base, keys, key_start + nkeys)
+        if d == dblock and nzero == 0:
+            r = _gblock3(w, ow, ow0, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr,
+                         fin_grp, fin_coef, Fs, K, Hg, key_mode, pivots, key_base, keys,
+                         key_start + nkeys)
             mass[d] = r[0]
             nvalid += r[1]
-            ncanon += r[2]
-            nkeys += r[3]
-            continue
-        if d == m - 2 and m - 1 >= s:
-            # last cycle (k = 0) in one tight pass over its three signs
-            r = _last_level(w, e, off, off2, e2, viol, cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok,
-                            K, fin_ptr, fin_grp, rule, alpha, beta, gamma, zset, Hg, key_mode,
-                            pivots, key_base, keys, key_start + nkeys)
-            mass[d] = r[0]
-            nvalid += r[1]
-            ncanon += r[2]
-            nkeys += r[3]
+            ncanon += r[1]
+            if key_mode:
+                nkeys += r[1]
             continue
         if d == m - 1:
             mass[d] = w
             nvalid += 1
-            canon = True
-            for zi in range(nz):
-                if viol[zi] == 0:
-                    for kk in range(m):
-                        e2[kk] = e[kk] + zset[zi, kk]
-                    if _valid_vector(e2, cyc_ptr, cyc_grp, cyc_coef, pmin, Fok, K,
-                                     fin_ptr, fin_grp, rule, alpha, beta, gamma, off2):
-                        canon = False
-                        break
-            if canon:
+            if nzero == 0 or _is_canonical(e, e2, viol, zset, cyc_ptr, cyc_grp, cyc_coef, epw,
+                                           bcode, qt, fin_ptr, fin_grp, Fs, ow0, ow2):
                 ncanon += 1
             if key_mode:
-                key = 0
-                for i in range(pivots.shape[0]):
-                    key = key * key_base + (off[pivots[i]] + K)
-                keys[key_start + nkeys] = key
+                keys[key_start + nkeys] = _key(ow, ow0, pivots, key_base, K)
                 nkeys += 1
         else:
             mass[d] = 0.0
@@ -336,33 +379,642 @@ def _branch(prefix, cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_ptr, fin_gr
     return total, nvalid, ncanon, nkeys
 
 
-@njit(parallel=True)
+# --- the table-driven walk ------------------------------------------------------------
+#
+# For each cycle j let S_j be its groups (entries t = cyc_ptr[j] .. cyc_ptr[j+1]-1).
+# Before e_j is decided, the offset of the group of entry t lies in [-A_t, A_t], with
+# A_t its coverage by the cycles above j; the state of cycle j is the mixed-radix
+# number s_j = sum_t (off + A_t) * stride_t (< N_j).  Tabulated per (s_j, c), c = 1 - e_j,
+# at idx = base_j + 3 s_j + c:
+#   fac[idx] = q_j * prod F (the groups finalised at j), or -1.0 if the child is impossible;
+#   facz[idx] = the same with 0.0 for impossible;
+# and per state, at vbase_j + s_j: vc (number of possible children) and ssum (sum of facz).
+# Deciding e_k moves s_j (j < k) by e_k * D[k -> j] (tr_* lists; dmat[8 k + j] for the
+# bottom cycles).  Node masses are accumulated per entry in Lacc.
+
+@njit
+def _lut_build(cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_ptr, fin_grp, rule, qt, limit):
+    """The tables above; ``ok`` is False when they would exceed ``limit`` entries."""
+    m = cyc_ptr.shape[0] - 1
+    G = pmin.shape[0]
+    nt = cyc_grp.shape[0]
+    A = np.zeros(nt, np.int64)
+    stride = np.zeros(nt, np.int64)
+    N = np.zeros(m, np.int64)
+    cov = np.zeros(G, np.int64)
+    isfin = np.zeros(G, np.bool_)
+    total = 0
+    ok = True
+    for j in range(m - 1, -1, -1):
+        for u in range(fin_ptr[j], fin_ptr[j + 1]):
+            isfin[fin_grp[u]] = True
+        n = 1
+        for t in range(cyc_ptr[j], cyc_ptr[j + 1]):
+            g = cyc_grp[t]
+            A[t] = cov[g]
+            if not isfin[g] and A[t] + abs(cyc_coef[t]) < pmin[g]:
+                # never at or below zero here, and no prior factor: not part of the state
+                continue
+            stride[t] = n
+            n *= 2 * A[t] + 1
+            if n > limit:
+                ok = False
+                break
+        if not ok:
+            break
+        N[j] = n
+        total += 3 * n
+        if total > limit:
+            ok = False
+            break
+        for t in range(cyc_ptr[j], cyc_ptr[j + 1]):
+            cov[cyc_grp[t]] += abs(cyc_coef[t])
+    base = np.zeros(m + 1, np.int64)
+    vbase = np.zeros(m + 1, np.int64)
+    sinit = np.zeros(m, np.int64)
+    if not ok:
+        return (ok, A, stride, base, vbase, sinit, np.zeros(0), np.zeros(0),
+                np.zeros(0, np.int64), np.zeros(0), np.zeros(m + 1, np.int64),
+                np.zeros(0, np.int64),
+                np.zeros(0, np.int64), np.zeros(0, np.int64))
+    for j in range(m):
+        base[j + 1] = base[j] + 3 * N[j]
+        vbase[j + 1] = vbase[j] + N[j]
+        for t in range(cyc_ptr[j], cyc_ptr[j + 1]):
+            sinit[j] += A[t] * stride[t]
+    # fin group -> its entry in the cycle where it is finalised
+    fin_ent = np.zeros(fin_grp.shape[0], np.int64)
+    for j in range(m):
+        for u in range(fin_ptr[j], fin_ptr[j + 1]):
+            for t in range(cyc_ptr[j], cyc_ptr[j + 1]):
+                if cyc_grp[t] == fin_grp[u]:
+                    fin_ent[u] = t
+    nent = base[m]
+    fac = np.empty(nent)
+    facz = np.empty(nent)
+    vc = np.zeros(vbase[m], np.int64)
+    x = np.zeros(nt, np.int64)
+    for j in range(m):
+        a, b = cyc_ptr[j], cyc_ptr[j + 1]
+        for s in range(N[j]):
+            for c in range(3):
+                ev = 1 - c
+                bad = False
+                bu = False
+                bd = False
+                for t in range(a, b):
+                    o = 0
+                    if stride[t] > 0:
+                        o = (s // stride[t]) % (2 * A[t] + 1) - A[t]
+                    xv = o + cyc_coef[t] * ev
+                    x[t] = xv
+                    p = pmin[cyc_grp[t]]
+                    if xv > p:
+                        bad = True
+                    elif xv == p:
+                        if rule == ANY_ZERO:
+                            bu = True
+                            bd = True
+                        elif cyc_coef[t] < 0:
+                            bu = True
+                        else:
+                            bd = True
+                w = -1.0
+                if not bad:
+                    q = qt[4 * c + (2 if bu else 0) + (1 if bd else 0)]
+                    if q > 0.0:
+                        w = q
+                        for u in range(fin_ptr[j], fin_ptr[j + 1]):
+                            g = fin_grp[u]
+                            i = x[fin_ent[u]] + K
+                            if not Fok[g, i]:
+                                w = -1.0
+                                break
+                            w *= F[g, i]
+                idx = base[j] + 3 * s + c
+                fac[idx] = w
+                if w >= 0.0:
+                    facz[idx] = w
+                    vc[vbase[j] + s] += 1
+                else:
+                    facz[idx] = 0.0
+    # transitions k -> j (j < k): s_j += e_k * D
+    gc = np.zeros(G, np.int64)
+    tr_ptr = np.zeros(m + 1, np.int64)
+    cnt = 0
+    for k in range(m):
+        for t in range(cyc_ptr[k], cyc_ptr[k + 1]):
+            gc[cyc_grp[t]] = cyc_coef[t]
+        for j in range(k):
+            D = 0
+            for t in range(cyc_ptr[j], cyc_ptr[j + 1]):
+                D += gc[cyc_grp[t]] * stride[t]
+            if D != 0:
+                cnt += 1
+        for t in range(cyc_ptr[k], cyc_ptr[k + 1]):
+            gc[cyc_grp[t]] = 0
+    tr_lvl = np.zeros(cnt, np.int64)
+    tr_d = np.zeros(cnt, np.int64)
+    dmat = np.zeros(64, np.int64)   # dmat[8 k + j] = D[k -> j] for j < k < 8 (bottom blocks)
+    p = 0
+    for k in range(m):
+        for t in range(cyc_ptr[k], cyc_ptr[k + 1]):
+            gc[cyc_grp[t]] = cyc_coef[t]
+        for j in range(k):
+            D = 0
+            for t in range(cyc_ptr[j], cyc_ptr[j + 1]):
+                D += gc[cyc_grp[t]] * stride[t]
+            if D != 0:
+                tr_lvl[p] = j
+                tr_d[p] = D
+                p += 1
+            if k < 8:
+                dmat[8 * k + j] = D
+        tr_ptr[k + 1] = p
+        for t in range(cyc_ptr[k], cyc_ptr[k + 1]):
+            gc[cyc_grp[t]] = 0
+    ssum = np.zeros(vbase[m])
+    for j in range(m):
+        for st in range(N[j]):
+            i = base[j] + 3 * st
+            ssum[vbase[j] + st] = facz[i] + facz[i + 1] + facz[i + 2]
+    return ok, A, stride, base, vbase, sinit, fac, facz, vc, ssum, tr_ptr, tr_lvl, tr_d, dmat
+
+
+@njit
+def _lut_spread(Lsum, cyc_ptr, cyc_grp, cyc_coef, fin_ptr, fin_grp, A, stride, base, K, H):
+    """Histogram of the node masses accumulated per table entry: H[g, o + K] += mass."""
+    m = cyc_ptr.shape[0] - 1
+    for j in range(m):
+        for u in range(fin_ptr[j], fin_ptr[j + 1]):
+            g = fin_grp[u]
+            te = -1
+            for t in range(cyc_ptr[j], cyc_ptr[j + 1]):
+                if cyc_grp[t] == g:
+                    te = t
+            R = 2 * A[te] + 1
+            for idx in range(base[j], base[j + 1]):
+                M = Lsum[idx]
+                if M != 0.0:
+                    r = idx - base[j]
+                    s = r // 3
+                    c = r - 3 * s
+                    o = (s // stride[te]) % R - A[te]
+                    H[g, o + cyc_coef[te] * (1 - c) + K] += M
+
+
+# The bottom blocks: _lbL walks cycles L-1 .. 0 below a node of weight w whose lower
+# states are s_{L-1} .. s_0, when none of its leaves needs the canonical test.  Each
+# returns (subtree mass, number of valid leaves) and accumulates Lacc / W0.  C is a
+# tuple of constants: C[k] = base_k (k <= 7) and C[8 + k (k - 1) / 2 + j] = D[k -> j]
+# (1 <= k <= 6, j < k), so that everything stays in registers.
+
+@njit(inline="always")
+def _lb1(w, s0, vc, ssum, W0):
+    """Cycle 0: the three leaves.  Mass w * ssum[s0], vc[s0] valid leaves; their
+    histogram entries w * facz[3 s0 + c] are accumulated as W0[s0] += w."""
+    u = _u(s0)
+    W0[u] += w
+    return w * ssum[u], vc[u]
+
+
+@njit(inline="always")
+def _lb2(w, s1, s0, C, fac, vc, ssum, Lacc, W0):
+    tot = 0.0
+    nv = 0
+    for c in range(3):
+        i = _u(C[1] + 3 * s1 + c)
+        f = fac[i]
+        if f >= 0.0:
+            ev = 1 - c
+            r = _lb1(w * f, s0 + ev * C[8], vc, ssum, W0)
+            Lacc[i] += r[0]
+            tot += r[0]
+            nv += r[1]
+    return tot, nv
+
+
+@njit(inline="always")
+def _lb3(w, s2, s1, s0, C, fac, vc, ssum, Lacc, W0):
+    tot = 0.0
+    nv = 0
+    for c in range(3):
+        i = _u(C[2] + 3 * s2 + c)
+        f = fac[i]
+        if f >= 0.0:
+            ev = 1 - c
+            r = _lb2(w * f, s1 + ev * C[10], s0 + ev * C[9], C, fac, vc, ssum, Lacc, W0)
+            Lacc[i] += r[0]
+            tot += r[0]
+            nv += r[1]
+    return tot, nv
+
+
+@njit(inline="always")
+def _lb4(w, s3, s2, s1, s0, C, fac, vc, ssum, Lacc, W0):
+    tot = 0.0
+    nv = 0
+    for c in range(3):
+        i = _u(C[3] + 3 * s3 + c)
+        f = fac[i]
+        if f >= 0.0:
+            ev = 1 - c
+            r = _lb3(w * f, s2 + ev * C[13], s1 + ev * C[12], s0 + ev * C[11], C, fac, vc,
+                     ssum, Lacc, W0)
+            Lacc[i] += r[0]
+            tot += r[0]
+            nv += r[1]
+    return tot, nv
+
+
+@njit(inline="always")
+def _lb5(w, s4, s3, s2, s1, s0, C, fac, vc, ssum, Lacc, W0):
+    tot = 0.0
+    nv = 0
+    for c in range(3):
+        i = _u(C[4] + 3 * s4 + c)
+        f = fac[i]
+        if f >= 0.0:
+            ev = 1 - c
+            r = _lb4(w * f, s3 + ev * C[17], s2 + ev * C[16], s1 + ev * C[15],
+                     s0 + ev * C[14], C, fac, vc, ssum, Lacc, W0)
+            Lacc[i] += r[0]
+            tot += r[0]
+            nv += r[1]
+    return tot, nv
+
+
+@njit(inline="always")
+def _lb6(w, s5, s4, s3, s2, s1, s0, C, fac, vc, ssum, Lacc, W0):
+    tot = 0.0
+    nv = 0
+    for c in range(3):
+        i = _u(C[5] + 3 * s5 + c)
+        f = fac[i]
+        if f >= 0.0:
+            ev = 1 - c
+            r = _lb5(w * f, s4 + ev * C[22], s3 + ev * C[21], s2 + ev * C[20],
+                     s1 + ev * C[19], s0 + ev * C[18], C, fac, vc, ssum, Lacc, W0)
+            Lacc[i] += r[0]
+            tot += r[0]
+            nv += r[1]
+    return tot, nv
+
+
+@njit(inline="always")
+def _lb7(w, s6, s5, s4, s3, s2, s1, s0, C, fac, vc, ssum, Lacc, W0):
+    tot = 0.0
+    nv = 0
+    for c in range(3):
+        i = _u(C[6] + 3 * s6 + c)
+        f = fac[i]
+        if f >= 0.0:
+            ev = 1 - c
+            r = _lb6(w * f, s5 + ev * C[28], s4 + ev * C[27], s3 + ev * C[26],
+                     s2 + ev * C[25], s1 + ev * C[24], s0 + ev * C[23], C, fac, vc, ssum,
+                     Lacc, W0)
+            Lacc[i] += r[0]
+            tot += r[0]
+            nv += r[1]
+    return tot, nv
+
+
+# Compiled entry points of the blocks, called by the walk (inlining them into it would
+# leave the hot loops short of registers).
+
+@njit(_nrt=False)
+def _blk7(w, sv, C, fac, vc, ssum, Lacc, W0):
+    return _lb7(w, sv[6], sv[5], sv[4], sv[3], sv[2], sv[1], sv[0], C, fac, vc, ssum, Lacc, W0)
+
+
+@njit(_nrt=False)
+def _blk6(w, sv, C, fac, vc, ssum, Lacc, W0):
+    return _lb6(w, sv[5], sv[4], sv[3], sv[2], sv[1], sv[0], C, fac, vc, ssum, Lacc, W0)
+
+
+@njit(_nrt=False)
+def _blk5(w, sv, C, fac, vc, ssum, Lacc, W0):
+    return _lb5(w, sv[4], sv[3], sv[2], sv[1], sv[0], C, fac, vc, ssum, Lacc, W0)
+
+
+@njit(_nrt=False)
+def _blk4(w, sv, C, fac, vc, ssum, Lacc, W0):
+    return _lb4(w, sv[3], sv[2], sv[1], sv[0], C, fac, vc, ssum, Lacc, W0)
+
+
+@njit(_nrt=False)
+def _blk3(w, sv, C, fac, vc, ssum, Lacc, W0):
+    return _lb3(w, sv[2], sv[1], sv[0], C, fac, vc, ssum, Lacc, W0)
+
+
+@njit(_nrt=False)
+def _blk2(w, sv, C, fac, vc, ssum, Lacc, W0):
+    return _lb2(w, sv[1], sv[0], C, fac, vc, ssum, Lacc, W0)
+
+
+@njit(_nrt=False)
+def _lwalk(prefix, base, sinit, fac, vc, ssum, tr_ptr, tr_lvl, tr_d, dmat, Lacc, W0, zset,
+           sv, choice, alive, ent, wbefore, mass, sv2, sfl, dead):
+    """Depth-first walk of one task (its first choices fixed by prefix) on the tables.
+
+    Returns (total leaf mass, number of valid sign vectors, number of canonical
+    valid sign vectors); node masses go to Lacc / W0.
+
+    The canonical test runs alongside: for each lattice vector z the walk follows the
+    shadow path e + z (its states sv2[zi]); ``dead[zi]`` counts the decided cycles
+    where the shadow left the box or (first) became impossible, ``sfl`` remembers
+    which, and ``nzero`` is the number of shadows still alive.  A leaf is canonical
+    iff no shadow is alive there, and when none is alive at a node, every leaf below
+    is canonical.
+    """
+    m = base.shape[0] - 1
+    s = prefix.shape[0]
+    nz = zset.shape[0]
+    for j in range(m):
+        sv[j] = sinit[j]
+        choice[j] = -1
+    for zi in range(nz):
+        dead[zi] = 0
+        for j in range(m):
+            sv2[zi, j] = sinit[j]
+    wbefore[0] = 1.0
+    nzero = nz
+    total = 0.0
+    nvalid = 0
+    ncanon = 0
+    # the bottom blocks' constants (see _lb1 .. _lb7)
+    C = (base[0], base[min(1, m)], base[min(2, m)], base[min(3, m)], base[min(4, m)],
+         base[min(5, m)], base[min(6, m)], base[min(7, m)],
+         dmat[8], dmat[16], dmat[17], dmat[24], dmat[25], dmat[26],
+         dmat[32], dmat[33], dmat[34], dmat[35], dmat[40], dmat[41], dmat[42], dmat[43],
+         dmat[44], dmat[48], dmat[49], dmat[50], dmat[51], dmat[52], dmat[53])
+    d = 0
+    while d >= 0:
+        k = m - 1 - d
+        c = choice[d]
+        if c >= 0:
+            # leave the node (d, c): its mass to its table entry and to its parent
+            if alive[d]:
+                M = mass[d]
+                Lacc[ent[d]] += M
+                if d > 0:
+                    mass[d - 1] += M
+                else:
+                    total += M
+            ev = 1 - c
+            for p in range(tr_ptr[k], tr_ptr[k + 1]):
+                sv[tr_lvl[p]] -= ev * tr_d[p]
+            for zi in range(nz):
+                ez = ev + zset[zi, k]
+                for p in range(tr_ptr[k], tr_ptr[k + 1]):
+                    sv2[zi, tr_lvl[p]] -= ez * tr_d[p]
+                if sfl[d, zi]:
+                    dead[zi] -= 1
+                    if dead[zi] == 0:
+                        nzero += 1
+        if d < s:
+            c = prefix[d] if c == -1 else 3
+        else:
+            c = c + 1
+        if c > 2:
+            choice[d] = -1
+            d -= 1
+            continue
+        choice[d] = c
+        ev = 1 - c
+        for zi in range(nz):
+            ez = ev + zset[zi, k]
+            fl = False
+            if ez < -1 or ez > 1:
+                fl = True
+            elif dead[zi] == 0:
+                fl = fac[base[k] + 3 * sv2[zi, k] + 1 - ez] < 0.0
+            sfl[d, zi] = fl
+            if fl:
+                if dead[zi] == 0:
+                    nzero -= 1
+                dead[zi] += 1
+            for p in range(tr_ptr[k], tr_ptr[k + 1]):
+                sv2[zi, tr_lvl[p]] += ez * tr_d[p]
+        for p in range(tr_ptr[k], tr_ptr[k + 1]):
+            sv[tr_lvl[p]] += ev * tr_d[p]
+        idx = base[k] + 3 * sv[k] + c
+        f = fac[idx]
+        ok = f >= 0.0
+        alive[d] = ok
+        if not ok:
+            continue
+        ent[d] = idx
+        w = wbefore[d] * f
+        if k <= 7 and k >= 1 and nzero == 0 and d + 1 >= s:
+            # cycles k-1 .. 0 in straight-line loops
+            if k == 7:
+                r = _blk7(w, sv, C, fac, vc, ssum, Lacc, W0)
+            elif k == 6:
+                r = _blk6(w, sv, C, fac, vc, ssum, Lacc, W0)
+            elif k == 5:
+                r = _blk5(w, sv, C, fac, vc, ssum, Lacc, W0)
+            elif k == 4:
+                r = _blk4(w, sv, C, fac, vc, ssum, Lacc, W0)
+            elif k == 3:
+                r = _blk3(w, sv, C, fac, vc, ssum, Lacc, W0)
+            elif k == 2:
+                r = _blk2(w, sv, C, fac, vc, ssum, Lacc, W0)
+            else:
+                r = _lb1(w, sv[0], vc, ssum, W0)
+            mass[d] = r[0]
+            nvalid += r[1]
+            ncanon += r[1]
+            continue
+        if d == m - 1:
+            mass[d] = w
+            nvalid += 1
+            if nzero == 0:
+                ncanon += 1
+        else:
+            mass[d] = 0.0
+            wbefore[d + 1] = w
+            d += 1
+            choice[d] = -1
+    return total, nvalid, ncanon
+
+
+# --- drivers ----------------------------------------------------------------------------
+
+@njit
+def _prepare(cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_ptr, fin_grp, rule, alpha, beta,
+             gamma, limit):
+    """Everything the walks need that depends on the problem only (not on the branches)."""
+    m = cyc_ptr.shape[0] - 1
+    G = pmin.shape[0]
+    W = F.shape[1]
+    nt = cyc_grp.shape[0]
+    epw = np.empty(nt, np.int64)
+    bcode = np.zeros(nt, np.int64)
+    for t in range(nt):
+        g = cyc_grp[t]
+        epw[t] = g * W + min(pmin[g], K + 1) + K
+        if rule == ANY_ZERO:
+            bcode[t] = 3
+        elif cyc_coef[t] < 0:
+            bcode[t] = 2          # at its minimum, this group blocks e = +1
+        else:
+            bcode[t] = 1          # ... and here e = -1
+    qt = np.zeros(12)             # qt[4 c + 2 blocked_up + blocked_down]
+    for c in range(3):
+        for bm in range(4):
+            bu = (bm & 2) != 0
+            bd = (bm & 1) != 0
+            if c == 0:
+                q = 0.0 if bu else alpha
+            elif c == 2:
+                q = 0.0 if bd else beta
+            else:
+                q = gamma
+                if bu:
+                    q += alpha
+                if bd:
+                    q += beta
+            qt[4 * c + bm] = q
+    fin_coef = np.zeros(fin_grp.shape[0], np.int64)   # a group's coefficient where finalised
+    for j in range(m):
+        for u in range(fin_ptr[j], fin_ptr[j + 1]):
+            for t in range(cyc_ptr[j], cyc_ptr[j + 1]):
+                if cyc_grp[t] == fin_grp[u]:
+                    fin_coef[u] = cyc_coef[t]
+    Fs = np.empty(G * W)          # F, flat, with -1.0 outside the support
+    ow0 = np.empty(G, np.int64)   # flat index of offset 0
+    for g in range(G):
+        ow0[g] = g * W + K
+        for i in range(W):
+            Fs[g * W + i] = F[g, i] if Fok[g, i] else -1.0
+    lut = _lut_build(cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_ptr, fin_grp, rule, qt,
+                     limit)
+    return (epw, bcode, qt, fin_coef, Fs, ow0) + lut
+
+
+_prepared = [None, None]          # the last problem's (key, tables): the caller walks one
+                                  # problem in several calls (chunks of branches)
+
+
 def enumerate_cyclic(prefixes, cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_ptr, fin_grp,
                      rule, alpha, beta, gamma, zset, key_mode, pivots, key_base, keys, key_starts):
     """Walk every branch in ``prefixes`` (one row of forced first choices each), in parallel.
 
     Choices are 0, 1, 2 for e = +1, 0, -1.  Returns (Hg summed over branches,
     per-branch total mass, per-branch valid counts, per-branch canonical counts).
+
+    A thin wrapper: it prepares the problem's tables (kept for the next call on the same
+    problem) and reads the thread count, which a cached compiled function cannot do.
+    The tables walk is used when its tables are small: at most ``_LUT_LIMIT`` entries
+    and (building an entry costs about as much as walking a few leaves the other way)
+    at most 3^m / 4; key mode always walks on offsets.
     """
+    m = cyc_ptr.shape[0] - 1
+    limit = 0 if key_mode else min(_LUT_LIMIT, max(4096, 3 ** m // 4))
+    key = (cyc_ptr.tobytes(), cyc_grp.tobytes(), cyc_coef.tobytes(), pmin.tobytes(),
+           F.tobytes(), Fok.tobytes(), F.shape, int(K), fin_ptr.tobytes(), fin_grp.tobytes(),
+           int(rule), float(alpha), float(beta), float(gamma), limit)
+    if _prepared[0] != key:
+        _prepared[0] = None
+        _prepared[1] = _prepare(cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_ptr, fin_grp,
+                                rule, alpha, beta, gamma, limit)
+        _prepared[0] = key
+    return _enumerate_par(prefixes, cyc_ptr, cyc_grp, cyc_coef, pmin.shape[0], F.shape[1], K,
+                          fin_ptr, fin_grp, zset, key_mode, pivots, key_base, keys, key_starts,
+                          numba.get_num_threads(), *_prepared[1])
+
+
+@njit(parallel=True)
+def _enumerate_par(prefixes, cyc_ptr, cyc_grp, cyc_coef, G, W, K, fin_ptr, fin_grp, zset,
+                   key_mode, pivots, key_base, keys, key_starts, nthreads,
+                   epw, bcode, qt, fin_coef, Fs, ow0,
+                   lut, A, stride, base, vbase, sinit, fac, facz, vc, ssum, tr_ptr, tr_lvl,
+                   tr_d, dmat):
     nb_ = prefixes.shape[0]
-    G = pmin.shape[0]
-    W = F.shape[1]
-    Hb = np.zeros((nb_, G, W))
+    s = prefixes.shape[1]
+    m = cyc_ptr.shape[0] - 1
+    nz = zset.shape[0]
+    nent = base[m] if lut else 1
+    n0 = vbase[1] if lut else 1
+    # split the branches into equal tasks (extra forced levels, keeping >= 8 free levels
+    # below); keys are written per branch, so key mode keeps one task per branch
+    extra = 0
+    if not key_mode:
+        while nb_ * 3 ** extra < 96 and s + extra + 8 <= m:
+            extra += 1
+    sub = 3 ** extra
+    ntask = nb_ * sub
+    tprefix = np.empty((ntask, s + extra), np.int64)
+    for b in range(nb_):
+        for j in range(sub):
+            t = b * sub + j
+            for i in range(s):
+                tprefix[t, i] = prefixes[b, i]
+            r = j
+            for i in range(extra - 1, -1, -1):
+                tprefix[t, s + i] = r % 3
+                r //= 3
+    nth = max(1, min(nthreads, ntask))
+    # per-thread accumulators; rows padded so that two threads never share a cache line
+    Ht = np.zeros((nth, G * W + 16))
+    Lt = np.zeros((nth, nent + 16))
+    W0t = np.zeros((nth, n0 + 16))
+    ttot = np.zeros(ntask)
+    tval = np.zeros(ntask, np.int64)
+    tcan = np.zeros(ntask, np.int64)
+    for p in prange(nth):
+        ow = np.zeros(G, np.int64)
+        ow2 = np.zeros(G, np.int64)
+        sv = np.zeros(m, np.int64)
+        e = np.zeros(m, np.int64)
+        e2 = np.zeros(m, np.int64)
+        choice = np.full(m, -1, np.int64)
+        alive = np.zeros(m, np.bool_)
+        ent = np.zeros(m, np.int64)
+        wbefore = np.ones(m + 1)
+        mass = np.zeros(m)
+        viol = np.zeros(nz, np.int64)
+        sv2 = np.zeros((nz, m), np.int64)
+        sfl = np.zeros((m, nz), np.bool_)
+        dead = np.zeros(nz, np.int64)
+        Hp = Ht[p]
+        Lp = Lt[p]
+        W0p = W0t[p]
+        for t in range(p, ntask, nth):
+            if lut:
+                r3 = _lwalk(tprefix[t], base, sinit, fac, vc, ssum, tr_ptr, tr_lvl, tr_d, dmat,
+                            Lp, W0p, zset, sv, choice, alive, ent, wbefore, mass, sv2, sfl,
+                            dead)
+                ttot[t] = r3[0]
+                tval[t] = r3[1]
+                tcan[t] = r3[2]
+            else:
+                r4 = _gwalk(tprefix[t], cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr,
+                            fin_grp, fin_coef, Fs, K, zset, Hp, key_mode, pivots, key_base, keys,
+                            key_starts[t // sub], ow0, ow, ow2, e, e2, choice, alive, wbefore,
+                            mass, viol)
+                ttot[t] = r4[0]
+                tval[t] = r4[1]
+                tcan[t] = r4[2]
+    H = np.zeros((G, W))
+    for p in range(nth):
+        H += Ht[p, :G * W].reshape((G, W))
+    if lut:
+        Lsum = np.zeros(nent)
+        for p in range(nth):
+            for i in range(nent):
+                Lsum[i] += Lt[p, i]
+            for u in range(n0):       # the leaves: W0[u] * facz[3 u + c] (cycle 0: base 0)
+                for c in range(3):
+                    Lsum[3 * u + c] += W0t[p, u] * facz[3 * u + c]
+        _lut_spread(Lsum, cyc_ptr, cyc_grp, cyc_coef, fin_ptr, fin_grp, A, stride, base, K, H)
     tot = np.zeros(nb_)
     nvalid = np.zeros(nb_, np.int64)
     ncanon = np.zeros(nb_, np.int64)
-    for b in prange(nb_):
-        m = cyc_ptr.shape[0] - 1
-        r = _branch(prefixes[b], cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_ptr, fin_grp,
-                    rule, alpha, beta, gamma, zset, Hb[b], key_mode, pivots, key_base, keys,
-                    key_starts[b], np.zeros(G, np.int64), np.zeros(G, np.int64),
-                    np.zeros(m, np.int64), np.zeros(m, np.int64), np.full(m, -1, np.int64),
-                    np.zeros(m, np.bool_), np.ones(m + 1), np.zeros(m),
-                    np.zeros(zset.shape[0], np.int64))
-        tot[b] = r[0]
-        nvalid[b] = r[1]
-        ncanon[b] = r[2]
-    H = np.zeros((G, W))
-    for b in range(nb_):
-        H += Hb[b]
+    for t in range(ntask):
+        b = t // sub
+        tot[b] += ttot[t]
+        nvalid[b] += tval[t]
+        ncanon[b] += tcan[t]
     return H, tot, nvalid, ncanon

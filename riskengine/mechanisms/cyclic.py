@@ -330,7 +330,13 @@ def _kernel_arrays(pb: _Problem):
 def _enumerate(pb: _Problem, progress=None, count: bool = True) -> dict:
     m, K = pb.m, pb.K
     ok = np.isfinite(pb.logF)
-    mx = np.where(ok, pb.logF, -np.inf).max(axis=1)
+    # weights are products of per-group factors relative to a reference: first each
+    # group's maximum (no overflow possible); if the total underflows, the published
+    # table's own factors (leaves near the published table then weigh about 1)
+    refs = [np.where(ok, pb.logF, -np.inf).max(axis=1)]
+    if np.all(ok[:, K]):
+        refs.append(pb.logF[:, K])
+    mx = refs[0]
     F = np.where(ok, np.exp(pb.logF - mx[:, None]), 0.0)
     cyc_ptr, cyc_grp, cyc_coef, fin_ptr, fin_grp = _kernel_arrays(pb)
     note = ""
@@ -355,19 +361,25 @@ def _enumerate(pb: _Problem, progress=None, count: bool = True) -> dict:
             pb.rule, pb.alpha, pb.beta, pb.gamma, zs, kmode, pivots, base, keys, starts)
 
     chunk = max(1, nbr // 9)
-    H = np.zeros_like(F)
-    tot = np.zeros(nbr)
-    nvalid = np.zeros(nbr, np.int64)
-    ncanon = np.zeros(nbr, np.int64)
-    for a in range(0, nbr, chunk):
-        rows = np.arange(a, min(nbr, a + chunk))
-        h, t, nv, nc = run(rows, zset, False, no_pivots, 1, dummy_keys,
-                           np.zeros(len(rows), np.int64))
-        H += h
-        tot[rows], nvalid[rows], ncanon[rows] = t, nv, nc
-        if progress is not None:
-            progress(int(rows[-1]) + 1, nbr)
-    total = float(tot.sum())
+    for attempt, ref in enumerate(refs):
+        mx = ref
+        with np.errstate(over="ignore"):
+            F = np.where(ok, np.exp(pb.logF - mx[:, None]), 0.0)
+        H = np.zeros_like(F)
+        tot = np.zeros(nbr)
+        nvalid = np.zeros(nbr, np.int64)
+        ncanon = np.zeros(nbr, np.int64)
+        for a in range(0, nbr, chunk):
+            rows = np.arange(a, min(nbr, a + chunk))
+            h, t, nv, nc = run(rows, zset, False, no_pivots, 1, dummy_keys,
+                               np.zeros(len(rows), np.int64))
+            H += h
+            tot[rows], nvalid[rows], ncanon[rows] = t, nv, nc
+            if progress is not None:
+                progress(int(rows[-1]) + 1, nbr)
+        total = float(tot.sum())
+        if (1e-290 < total < 1e290 and np.all(np.isfinite(H))) or int(nvalid.sum()) == 0:
+            break
     n_valid = int(nvalid.sum())
     n_cand = int(ncanon.sum()) if count else None
     if count and key_mode:
@@ -385,10 +397,10 @@ def _enumerate(pb: _Problem, progress=None, count: bool = True) -> dict:
             n_cand = int(np.unique(keys[:n_valid]).size)
     if n_valid == 0:
         raise ValueError("no original table is consistent with this release under this prior")
-    if not (total > 1e-290) or not np.isfinite(total):
+    if not (1e-290 < total < 1e290) or not np.all(np.isfinite(H)):
         raise FloatingPointError(
-            f"enumeration weights underflowed (total {total!r} over {n_valid} sign vectors); "
-            "use route='structured', which works in log space")
+            f"enumeration weights under- or overflowed (total {total!r} over {n_valid} sign "
+            "vectors, with both references); use route='structured', which works in log space")
     group_pmf = H / total
     return {"group_pmf": group_pmf, "log_evidence": np.log(total) + mx.sum() + pb.const,
             "n_candidates": n_cand, "n_sign_vectors": n_valid, "note": note}

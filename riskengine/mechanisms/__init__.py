@@ -48,6 +48,16 @@ class Mechanism:
     def validate_release(self, release) -> None:  # pragma: no cover - overridden
         pass
 
+    def _count_table(self, table):
+        """The input as an rk.Table of counts (an array is wrapped), or a clear error."""
+        from ..table import Table
+        if not isinstance(table, Table):
+            table = Table(table)
+        if table.kind != "count":
+            raise ValueError(f"{self.describe()} protects tables of counts; this table holds "
+                             "non-integer magnitudes")
+        return table
+
     def _rng(self, rng):
         if not isinstance(rng, np.random.Generator):
             raise TypeError("rng must be a numpy.random.Generator "

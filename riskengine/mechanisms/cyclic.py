@@ -126,11 +126,7 @@ class CyclicPerturbation(Mechanism):
     def protect(self, table, rng: np.random.Generator):
         """Perturb ``table`` (an rk.Table of counts) and return the Release."""
         from ..release import Release
-        from ..table import Table
-        if not isinstance(table, Table):
-            table = Table(table)
-        if table.kind != "count":
-            raise ValueError("cyclic perturbation needs a table of counts")
+        table = self._count_table(table)
         self._check_shape(table.shape, table.dims, table.margins)
         state = self._simulate(table.values, self._rng(rng))
         return Release(published=state, margins=table.totals(), mechanism=self, dims=table.dims,
@@ -361,7 +357,7 @@ def _enumerate(pb: _Problem, progress=None, count: bool = True) -> dict:
             pb.rule, pb.alpha, pb.beta, pb.gamma, zs, kmode, pivots, base, keys, starts)
 
     chunk = max(1, nbr // 9)
-    for attempt, ref in enumerate(refs):
+    for ref in refs:
         mx = ref
         with np.errstate(over="ignore"):
             F = np.where(ok, np.exp(pb.logF - mx[:, None]), 0.0)

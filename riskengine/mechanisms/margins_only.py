@@ -45,11 +45,7 @@ class MarginsOnly(Mechanism):
     def protect(self, table, rng=None):
         """The release: the table's totals, no interior (``rng`` is not used)."""
         from ..release import Release
-        from ..table import Table
-        if not isinstance(table, Table):
-            table = Table(table)
-        if table.kind != "count":
-            raise ValueError("MarginsOnly inference needs a table of counts")
+        table = self._count_table(table)
         return Release(published=None, margins=table.totals(), mechanism=self, dims=table.dims,
                        coords=table.coords, kind="count")
 

@@ -179,11 +179,7 @@ class Bootstrap(_Resampling):
 
     def protect(self, table, rng: np.random.Generator):
         from ..release import Release
-        from ..table import Table
-        if not isinstance(table, Table):
-            table = Table(table)
-        if table.kind != "count":
-            raise ValueError("the bootstrap needs a table of counts")
+        table = self._count_table(table)
         rng = self._rng(rng)
         x = table.values
         n = int(x.sum())
@@ -261,11 +257,7 @@ class BinomialPerturbation(_Resampling):
 
     def protect(self, table, rng: np.random.Generator):
         from ..release import Release
-        from ..table import Table
-        if not isinstance(table, Table):
-            table = Table(table)
-        if table.kind != "count":
-            raise ValueError("binomial perturbation needs a table of counts")
+        table = self._count_table(table)
         rng = self._rng(rng)
         x = table.values
         out = np.zeros_like(x)

@@ -85,11 +85,7 @@ class ControlledRounding(Mechanism):
     # --- protect -------------------------------------------------------------------
     def protect(self, table, rng: np.random.Generator | None = None):
         from ..release import Release
-        from ..table import Table
-        if not isinstance(table, Table):
-            table = Table(table)
-        if table.kind != "count":
-            raise ValueError("controlled rounding needs a table of counts")
+        table = self._count_table(table)
         if table.ndim != 2:
             raise ValueError(f"controlled rounding is implemented for 2-D tables with all "
                              f"totals; got a {table.ndim}-D table (3-D tables need Ernst's "

@@ -63,7 +63,9 @@ class MarginsOnly(Mechanism):
 
     def posterior(self, release, prior: Prior, route: str = "auto", progress=None,
                   count: bool = True) -> Posterior:
-        V.choice(route, "route", ROUTES)
+        V.choice(route, "route", ROUTES + ("enumerate",))
+        if len(release.dims) == 3 or route == "enumerate":
+            return _enumerate_3d(release, prior, self)
         win = self._windows(release, prior)
         res = _tabledp.solve(win)
         if res is None:
@@ -73,7 +75,42 @@ class MarginsOnly(Mechanism):
 
     def count_candidates(self, release, prior: Prior | None = None, route: str = "auto") -> int:
         from ..priors import Uniform
+        if len(release.dims) == 3:
+            return _enumerate_3d(release, prior or Uniform(), self).n_candidates
         return _tabledp.count(self._windows(release, prior or Uniform()))
+
+
+def _enumerate_3d(release, prior: Prior, mech) -> Posterior:
+    """3-D table with every 2-way margin published: streaming enumeration
+    (kernels.table_enum), pruned by the remaining margins."""
+    from kernels import table_enum
+    if len(release.dims) != 3:
+        raise ValueError("the enumeration route covers 3-D tables with all 2-way margins")
+    a, b, c = release.dims
+    need = [(a, b), (a, c), (b, c)]
+    missing = [k for k in need if k not in release.margins]
+    if missing:
+        raise ValueError(f"3-D inference needs every 2-way margin published; missing {missing}")
+    n_ij, n_ik, n_jk = (np.asarray(release.margins[k], dtype=np.int64) for k in need)
+    shape = release.shape
+    Vmax = int(max(n_ij.max(initial=0), n_ik.max(initial=0), n_jk.max(initial=0))) + 1
+    vals = np.broadcast_to(np.arange(Vmax), shape + (Vmax,))
+    lw = prior.log_weights(vals, release.dims, release.coords)
+    fin = np.isfinite(lw)
+    mx = np.where(fin, lw, -np.inf).max(axis=-1)
+    mx = np.where(np.isfinite(mx), mx, 0.0)
+    wt = np.where(fin, np.exp(lw - mx[..., None]), 0.0).reshape(-1, Vmax)
+    count, total, hist = table_enum.enumerate_3d(n_ij, n_ik, n_jk, wt)
+    if count == 0:
+        raise ValueError("no table has these margins under this prior")
+    if not total > 1e-290:
+        raise FloatingPointError(f"enumeration weights underflowed (total {total!r})")
+    probs = (hist / total).reshape(shape + (Vmax,))
+    return Posterior(start=np.zeros(shape, np.int64), probs=probs, dims=release.dims,
+                     coords=release.coords, published=None, n_candidates=int(count),
+                     log_evidence=float(np.log(total) + mx.sum()),
+                     attrs={"method": "margins_only/enumerate", "prior": prior.describe(),
+                            "mechanism": mech.describe(), "route": "enumerate"})
 
 
 def _need_2d_all_totals(release):

@@ -30,49 +30,92 @@ if no ``e + z`` is inside the box and valid (lexicographically smallest valid
 member of its class).  With ``key_mode`` the caller instead receives an integer
 key per valid leaf (offsets of a basis of pivot groups) and deduplicates.
 
-How the walk is made fast (same leaves, same weights, same counts; only the
-order of floating-point additions differs):
+How the walk is made fast (the same leaves, weights and counts as the direct
+walk; only the order of floating-point additions and of a few multiplications
+differs, so results agree to rounding):
 
-* **Tables instead of offsets.**  Everything cycle j contributes to a path (its
-  coin q_j with the blocking rule, the support and prior factors of the groups
-  finalised at j) depends only on the offsets of the groups *in* cycle j before
-  e_j is decided, and on e_j.  Those offsets are encoded as one small integer
-  state s_j (mixed radix over the groups of cycle j, each offset bounded by the
-  group's coverage by the cycles above j) and the factor of every (s_j, e_j) is
-  tabulated once per call (``_lut_build``).  Deciding e_k then only shifts the
-  states of the lower cycles that share a group with cycle k by fixed amounts,
-  and a node costs one table load and a multiply.  Histograms are accumulated
-  per table entry and spread to ``Hg`` once at the end (``_lut_spread``).
-* **No per-leaf work.**  Below a node of cycle 1 the three leaves' masses, valid
-  count and histogram entries are all ``w1 * (something of the cycle-0 state)``:
-  the table keeps their sum and count per state, and only w1 is accumulated
-  (``W0``), so a leaf costs about a third of a node.
-* **Straight-line bottom.**  The lowest five cycles (243 leaves) are walked by
-  nested loops that the compiler unrolls (``_lb5`` .. ``_lb1``, inlined), with
-  unsigned indices (no negative-index wraparound code); the general depth-first
-  state machine only runs above them, or where the canonical test is needed.
-* **Canonical test only where it can fail**: a counter (``nzero``) of lattice
-  vectors z still compatible with the cycles decided so far; the bottom loops
-  are used only when it is 0 (every leaf below is canonical).
-* **Threads**: the branches are split into equal tasks dealt round-robin to the
-  threads, each with its own accumulators (padded apart: no false sharing).
-* Key mode, or tables that would be too large (``_LUT_LIMIT`` entries), use the
-  offset-based walk (``_gwalk``), which is the direct implementation of the
-  description above.
+* **Tables instead of offsets** (``_lwalk``).  Everything cycle j contributes to
+  a path (its coin q_j with the blocking rule, the support and prior factors of
+  the groups finalised at j) depends only on e_j and on the offsets, before e_j,
+  of the groups *in* cycle j.  Those offsets are encoded as one small integer
+  state s_j (mixed radix; each offset is bounded by the group's coverage by the
+  cycles above j, and a group that can reach neither its zero bound nor its
+  final cycle here is left out), and the factor of every (s_j, e_j) is tabulated
+  once per problem (``_lut_build``).  Deciding e_k then only shifts the states
+  of the lower cycles that share a group with cycle k by fixed amounts, so a
+  node costs a table load and a multiply.  Histograms are accumulated per table
+  entry (``Lacc``) and spread to ``Hg`` once at the end (``_lut_spread``).
+* **No per-leaf work.**  Below a node of cycle 1 with weight w1 and cycle-0
+  state u, the three leaves' total mass is ``w1 * ssum[u]``, their number
+  ``vc[u]``, and their histogram entries ``w1 * facz[3 u + c]``: only w1 is
+  accumulated (``W0[u]``), so a leaf costs about a third of a node.
+* **Straight-line bottom.**  The lowest cycles (up to seven, 2187 leaves) are
+  walked by nested loops (``_lb7`` .. ``_lb1``, inlined into one function per
+  depth) with their constants in registers and unsigned indices (no
+  negative-index wraparound code); the general depth-first state machine, with
+  its unpredictable branches, runs only above them.
+* **Canonical test along the way.**  For each lattice vector z the walk follows
+  the shadow path e + z and counts the decided cycles where it left the box or
+  became impossible; a leaf is canonical iff no shadow is still alive, and
+  below a node where none is alive the bottom loops run (every leaf canonical).
+  No leaf re-walks a vector.
+* **Threads**: the branches are split into many equal tasks, dealt round-robin
+  to slots with their own accumulators (padded apart: no false sharing); the
+  threads claim slots from an atomic counter, so a thread that is held up or a
+  slot of cheap (pruned) tasks costs no waiting, and the sums, taken slot by slot
+  in a fixed order, do not depend on the timing.
+* Key mode, and tables that would be too large (more than ``_LUT_LIMIT``
+  entries, or more than 3^m / 4, when building them would cost more than it
+  saves), use the offset-based walk (``_gwalk``): the direct implementation of
+  the description above, with flat indices and a straight-line bottom of three
+  cycles.  The tables are built once per problem and kept for the caller's
+  next call (it walks one problem in several chunks of branches).
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import prange
+from numba import prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from ._jit import njit
 
 NEGATIVE = 0
 ANY_ZERO = 1
 
-_LUT_LIMIT = 1 << 20      # table entries (3 per state and cycle) for the table walk
+_LUT_LIMIT = 1 << 20      # most table entries (3 per state and cycle) for the table walk
+
+
+def _internal(**kwargs):
+    """``njit`` for a function called only from compiled code: no Python or C wrappers
+    (less to compile)."""
+    return njit(no_cpython_wrapper=True, no_cfunc_wrapper=True, **kwargs)
+
+
+_inlined = _internal(forceinline=True)   # small helpers, inlined by LLVM into their callers
+
+
+@intrinsic
+def _fetch_add(typingctx, arr, idx, val):
+    """Atomically ``arr[idx] += val`` (int64 array); returns the previous value."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.int64):
+        return None
+
+    def codegen(context, builder, sig, args):
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
+        return builder.atomic_rmw("add", ptr, args[2], "seq_cst")
+
+    return types.int64(arr, types.int64, types.int64), codegen
+
+
+@_inlined
+def _u(i):
+    """An index known to be >= 0, as unsigned: no negative-index wraparound code."""
+    return np.uint64(i)
 
 
 # --- the offset-based walk (key mode, very wide cycles) --------------------------------
@@ -82,13 +125,7 @@ _LUT_LIMIT = 1 << 20      # table entries (3 per state and cycle) for the table 
 # the same index for the group's smallest published value (capped at K + 1: beyond that
 # it can never be reached).  Fs is F flattened, -1.0 outside the support.
 
-@njit(inline="always")
-def _u(i):
-    """An index known to be >= 0, as unsigned: no negative-index wraparound code."""
-    return np.uint64(i)
-
-
-@njit(inline="always")
+@_inlined
 def _enter(k, c, ow, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt):
     """Apply e_k = 1 - c to the offsets; return q_k(e_k | state), 0.0 if impossible."""
     ev = 1 - c
@@ -108,7 +145,7 @@ def _enter(k, c, ow, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt):
     return qt[_u(4 * c + bm)]
 
 
-@njit(inline="always")
+@_inlined
 def _leave(k, c, ow, cyc_ptr, cyc_grp, cyc_coef):
     ev = 1 - c
     for t in range(cyc_ptr[_u(k)], cyc_ptr[_u(k + 1)]):
@@ -116,7 +153,7 @@ def _leave(k, c, ow, cyc_ptr, cyc_grp, cyc_coef):
         ow[_u(cyc_grp[ut])] -= cyc_coef[ut] * ev
 
 
-@njit(inline="always")
+@_inlined
 def _fin(k, w, ow, fin_ptr, fin_grp, Fs):
     """w times the prior factors of the groups finalised at cycle k; -1.0 if invalid."""
     for t in range(fin_ptr[_u(k)], fin_ptr[_u(k + 1)]):
@@ -127,59 +164,36 @@ def _fin(k, w, ow, fin_ptr, fin_grp, Fs):
     return w
 
 
-@njit(inline="always")
+@_inlined
 def _hist(k, M, ow, fin_ptr, fin_grp, Hg):
     for t in range(fin_ptr[_u(k)], fin_ptr[_u(k + 1)]):
         Hg[_u(ow[_u(fin_grp[_u(t)])])] += M
 
 
-@njit(inline="always")
-def _zmove(k, ev, sgn, zset, viol, nzero):
-    """Count e_k = ev in (sgn = +1) or out of (sgn = -1) the violation counters."""
-    for zi in range(zset.shape[0]):
-        v = ev + zset[zi, k]
-        if v < -1 or v > 1:
-            if sgn > 0:
-                if viol[zi] == 0:
-                    nzero -= 1
-                viol[zi] += 1
-            else:
-                viol[zi] -= 1
-                if viol[zi] == 0:
-                    nzero += 1
-    return nzero
-
-
-@njit(_nrt=False)
-def _valid_vector(e, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, fin_grp, Fs, ow0, ow):
-    """True if sign vector e (cycle order, entries in {-1,0,1}) has positive weight."""
-    m = e.shape[0]
-    for g in range(ow.shape[0]):
-        ow[g] = ow0[g]
-    for d in range(m):
-        k = m - 1 - d
-        if _enter(k, 1 - e[k], ow, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt) <= 0.0:
+@_inlined
+def _shadow_ok(k, cz, zi, ow, zs, zsf, cyc_ptr, cyc_grp, epw, bcode, qt, fin_ptr, fin_grp, Fs):
+    """Whether the shadow path e + z (its sign at cycle k is 1 - cz, in the box) is
+    still possible after cycle k: its offsets there are ow + zs[zi, t], those of the
+    groups finalised at k ow + zsf[zi, u]."""
+    bm = 0
+    for t in range(cyc_ptr[_u(k)], cyc_ptr[_u(k + 1)]):
+        ut = _u(t)
+        x = ow[_u(cyc_grp[ut])] + zs[_u(zi), ut]
+        p = epw[ut]
+        if x > p:
             return False
-        if _fin(k, 1.0, ow, fin_ptr, fin_grp, Fs) < 0.0:
+        if x == p:
+            bm |= bcode[ut]
+    if qt[_u(4 * cz + bm)] <= 0.0:
+        return False
+    for u in range(fin_ptr[_u(k)], fin_ptr[_u(k + 1)]):
+        uu = _u(u)
+        if Fs[_u(ow[_u(fin_grp[uu])] + zsf[_u(zi), uu])] < 0.0:
             return False
     return True
 
 
-@njit(_nrt=False)
-def _is_canonical(e, e2, viol, zset, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr,
-                  fin_grp, Fs, ow0, ow2):
-    m = e.shape[0]
-    for zi in range(zset.shape[0]):
-        if viol[zi] == 0:
-            for kk in range(m):
-                e2[kk] = e[kk] + zset[zi, kk]
-            if _valid_vector(e2, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, fin_grp,
-                             Fs, ow0, ow2):
-                return False
-    return True
-
-
-@njit(inline="always")
+@_inlined
 def _key(ow, ow0, pivots, key_base, K):
     key = 0
     for i in range(pivots.shape[0]):
@@ -188,7 +202,7 @@ def _key(ow, ow0, pivots, key_base, K):
     return key
 
 
-@njit(inline="always")
+@_inlined
 def _leaves(w1, ow, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, fin_grp, fin_coef, Fs,
             Hg):
     """The three leaves (cycle 0) below a node of weight w1, the offsets left untouched
@@ -234,7 +248,7 @@ def _leaves(w1, ow, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, fin_grp
     return s1, nv
 
 
-@njit(_nrt=False)
+@_internal(_nrt=False)
 def _gblock3(w3, ow, ow0, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, fin_grp,
              fin_coef, Fs, K, Hg, key_mode, pivots, key_base, keys, key_pos):
     """The 27 leaves below a node at depth m - 4 (cycles k = 2, 1, 0), when none of them
@@ -281,35 +295,34 @@ def _gblock3(w3, ow, ow0, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, f
     return tot, nv
 
 
-@njit(_nrt=False)
+@_internal(_nrt=False)
 def _gwalk(prefix, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, fin_grp, fin_coef, Fs,
-           K, zset,
-           Hg, key_mode, pivots, key_base, keys, key_start,
-           ow0, ow, ow2, e, e2, choice, alive, wbefore, mass, viol):
+           K, zT, zs, zsf, Hg, key_mode, pivots, key_base, keys, key_start,
+           ow0, ow, choice, alive, wbefore, mass, zlive, nlive):
     """Depth-first walk of one task (its first choices fixed by prefix).
 
     Returns (total leaf mass, number of valid sign vectors, number of canonical
     valid sign vectors, number of keys written).  Hg (G W, flat) is accumulated in place.
+    The canonical test follows the shadows e + z as ``_lwalk`` does (``_shadow_ok``).
     """
     m = cyc_ptr.shape[0] - 1
     s = prefix.shape[0]
-    nz = zset.shape[0]
+    nz = zT.shape[1]
     # the bottom three cycles go to _gblock3 when they are below the forced prefix
     dblock = m - 4 if m - 3 >= s else -2
     for g in range(ow.shape[0]):
         ow[g] = ow0[g]
     for j in range(m):
-        e[j] = 0
         choice[j] = -1
     for zi in range(nz):
-        viol[zi] = 0
+        zlive[0, zi] = zi
+    nlive[0] = nz
     wbefore[0] = 1.0
-    nzero = nz
     total = 0.0
     nvalid = 0
     ncanon = 0
     nkeys = 0
-    if dblock == -1 and nzero == 0:
+    if dblock == -1 and nz == 0:
         # m == 3, no prefix: the whole walk is one block below the root
         r = _gblock3(1.0, ow, ow0, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, fin_grp,
                      fin_coef, Fs, K, Hg, key_mode, pivots, key_base, keys, key_start)
@@ -328,9 +341,6 @@ def _gwalk(prefix, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, fin_grp,
                 else:
                     total += M
             _leave(k, c, ow, cyc_ptr, cyc_grp, cyc_coef)
-            if nz > 0:
-                nzero = _zmove(k, e[k], -1, zset, viol, nzero)
-            e[k] = 0
         if d < s:
             c = prefix[d] if c == -1 else 3
         else:
@@ -341,9 +351,6 @@ def _gwalk(prefix, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, fin_grp,
             continue
         choice[d] = c
         ev = 1 - c
-        e[k] = ev
-        if nz > 0:
-            nzero = _zmove(k, ev, 1, zset, viol, nzero)
         q = _enter(k, c, ow, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt)
         w = -1.0
         if q > 0.0:
@@ -352,6 +359,15 @@ def _gwalk(prefix, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, fin_grp,
         alive[d] = ok
         if not ok:
             continue
+        nzero = 0
+        for i in range(nlive[d]):
+            zi = zlive[d, i]
+            ez = ev + zT[k, zi]
+            if -1 <= ez <= 1 and _shadow_ok(k, 1 - ez, zi, ow, zs, zsf, cyc_ptr, cyc_grp, epw,
+                                            bcode, qt, fin_ptr, fin_grp, Fs):
+                zlive[d + 1, nzero] = zi
+                nzero += 1
+        nlive[d + 1] = nzero
         if d == dblock and nzero == 0:
             r = _gblock3(w, ow, ow0, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr,
                          fin_grp, fin_coef, Fs, K, Hg, key_mode, pivots, key_base, keys,
@@ -365,8 +381,7 @@ def _gwalk(prefix, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, fin_grp,
         if d == m - 1:
             mass[d] = w
             nvalid += 1
-            if nzero == 0 or _is_canonical(e, e2, viol, zset, cyc_ptr, cyc_grp, cyc_coef, epw,
-                                           bcode, qt, fin_ptr, fin_grp, Fs, ow0, ow2):
+            if nzero == 0:
                 ncanon += 1
             if key_mode:
                 keys[key_start + nkeys] = _key(ow, ow0, pivots, key_base, K)
@@ -384,7 +399,9 @@ def _gwalk(prefix, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, fin_grp,
 # For each cycle j let S_j be its groups (entries t = cyc_ptr[j] .. cyc_ptr[j+1]-1).
 # Before e_j is decided, the offset of the group of entry t lies in [-A_t, A_t], with
 # A_t its coverage by the cycles above j; the state of cycle j is the mixed-radix
-# number s_j = sum_t (off + A_t) * stride_t (< N_j).  Tabulated per (s_j, c), c = 1 - e_j,
+# number s_j = sum_t (off + A_t) * stride_t (< N_j), over the entries that matter here
+# (stride_t = 0 for a group neither finalised at j nor able to reach its smallest
+# published value: its offset changes nothing at j).  Tabulated per (s_j, c), c = 1 - e_j,
 # at idx = base_j + 3 s_j + c:
 #   fac[idx] = q_j * prod F (the groups finalised at j), or -1.0 if the child is impossible;
 #   facz[idx] = the same with 0.0 for impossible;
@@ -392,7 +409,7 @@ def _gwalk(prefix, cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr, fin_grp,
 # Deciding e_k moves s_j (j < k) by e_k * D[k -> j] (tr_* lists; dmat[8 k + j] for the
 # bottom cycles).  Node masses are accumulated per entry in Lacc.
 
-@njit
+@_internal()
 def _lut_build(cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_ptr, fin_grp, rule, qt, limit):
     """The tables above; ``ok`` is False when they would exceed ``limit`` entries."""
     m = cyc_ptr.shape[0] - 1
@@ -541,7 +558,7 @@ def _lut_build(cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_ptr, fin_grp, ru
     return ok, A, stride, base, vbase, sinit, fac, facz, vc, ssum, tr_ptr, tr_lvl, tr_d, dmat
 
 
-@njit
+@_internal()
 def _lut_spread(Lsum, cyc_ptr, cyc_grp, cyc_coef, fin_ptr, fin_grp, A, stride, base, K, H):
     """Histogram of the node masses accumulated per table entry: H[g, o + K] += mass."""
     m = cyc_ptr.shape[0] - 1
@@ -569,7 +586,7 @@ def _lut_spread(Lsum, cyc_ptr, cyc_grp, cyc_coef, fin_ptr, fin_grp, A, stride, b
 # tuple of constants: C[k] = base_k (k <= 7) and C[8 + k (k - 1) / 2 + j] = D[k -> j]
 # (1 <= k <= 6, j < k), so that everything stays in registers.
 
-@njit(inline="always")
+@_inlined
 def _lb1(w, s0, vc, ssum, W0):
     """Cycle 0: the three leaves.  Mass w * ssum[s0], vc[s0] valid leaves; their
     histogram entries w * facz[3 s0 + c] are accumulated as W0[s0] += w."""
@@ -578,7 +595,7 @@ def _lb1(w, s0, vc, ssum, W0):
     return w * ssum[u], vc[u]
 
 
-@njit(inline="always")
+@_inlined
 def _lb2(w, s1, s0, C, fac, vc, ssum, Lacc, W0):
     tot = 0.0
     nv = 0
@@ -594,7 +611,7 @@ def _lb2(w, s1, s0, C, fac, vc, ssum, Lacc, W0):
     return tot, nv
 
 
-@njit(inline="always")
+@_inlined
 def _lb3(w, s2, s1, s0, C, fac, vc, ssum, Lacc, W0):
     tot = 0.0
     nv = 0
@@ -610,7 +627,7 @@ def _lb3(w, s2, s1, s0, C, fac, vc, ssum, Lacc, W0):
     return tot, nv
 
 
-@njit(inline="always")
+@_inlined
 def _lb4(w, s3, s2, s1, s0, C, fac, vc, ssum, Lacc, W0):
     tot = 0.0
     nv = 0
@@ -627,7 +644,7 @@ def _lb4(w, s3, s2, s1, s0, C, fac, vc, ssum, Lacc, W0):
     return tot, nv
 
 
-@njit(inline="always")
+@_inlined
 def _lb5(w, s4, s3, s2, s1, s0, C, fac, vc, ssum, Lacc, W0):
     tot = 0.0
     nv = 0
@@ -644,7 +661,7 @@ def _lb5(w, s4, s3, s2, s1, s0, C, fac, vc, ssum, Lacc, W0):
     return tot, nv
 
 
-@njit(inline="always")
+@_inlined
 def _lb6(w, s5, s4, s3, s2, s1, s0, C, fac, vc, ssum, Lacc, W0):
     tot = 0.0
     nv = 0
@@ -661,7 +678,7 @@ def _lb6(w, s5, s4, s3, s2, s1, s0, C, fac, vc, ssum, Lacc, W0):
     return tot, nv
 
 
-@njit(inline="always")
+@_inlined
 def _lb7(w, s6, s5, s4, s3, s2, s1, s0, C, fac, vc, ssum, Lacc, W0):
     tot = 0.0
     nv = 0
@@ -682,63 +699,62 @@ def _lb7(w, s6, s5, s4, s3, s2, s1, s0, C, fac, vc, ssum, Lacc, W0):
 # Compiled entry points of the blocks, called by the walk (inlining them into it would
 # leave the hot loops short of registers).
 
-@njit(_nrt=False)
+@_internal(_nrt=False)
 def _blk7(w, sv, C, fac, vc, ssum, Lacc, W0):
     return _lb7(w, sv[6], sv[5], sv[4], sv[3], sv[2], sv[1], sv[0], C, fac, vc, ssum, Lacc, W0)
 
 
-@njit(_nrt=False)
+@_internal(_nrt=False)
 def _blk6(w, sv, C, fac, vc, ssum, Lacc, W0):
     return _lb6(w, sv[5], sv[4], sv[3], sv[2], sv[1], sv[0], C, fac, vc, ssum, Lacc, W0)
 
 
-@njit(_nrt=False)
+@_internal(_nrt=False)
 def _blk5(w, sv, C, fac, vc, ssum, Lacc, W0):
     return _lb5(w, sv[4], sv[3], sv[2], sv[1], sv[0], C, fac, vc, ssum, Lacc, W0)
 
 
-@njit(_nrt=False)
+@_internal(_nrt=False)
 def _blk4(w, sv, C, fac, vc, ssum, Lacc, W0):
     return _lb4(w, sv[3], sv[2], sv[1], sv[0], C, fac, vc, ssum, Lacc, W0)
 
 
-@njit(_nrt=False)
+@_internal(_nrt=False)
 def _blk3(w, sv, C, fac, vc, ssum, Lacc, W0):
     return _lb3(w, sv[2], sv[1], sv[0], C, fac, vc, ssum, Lacc, W0)
 
 
-@njit(_nrt=False)
+@_internal(_nrt=False)
 def _blk2(w, sv, C, fac, vc, ssum, Lacc, W0):
     return _lb2(w, sv[1], sv[0], C, fac, vc, ssum, Lacc, W0)
 
 
-@njit(_nrt=False)
-def _lwalk(prefix, base, sinit, fac, vc, ssum, tr_ptr, tr_lvl, tr_d, dmat, Lacc, W0, zset,
-           sv, choice, alive, ent, wbefore, mass, sv2, sfl, dead):
+@_internal(_nrt=False)
+def _lwalk(prefix, base, sinit, fac, vc, ssum, tr_ptr, tr_lvl, tr_d, dmat, Lacc, W0,
+           sv, choice, alive, ent, wbefore, mass, zT, zsh, zlive, nlive):
     """Depth-first walk of one task (its first choices fixed by prefix) on the tables.
 
     Returns (total leaf mass, number of valid sign vectors, number of canonical
     valid sign vectors); node masses go to Lacc / W0.
 
     The canonical test runs alongside: for each lattice vector z the walk follows the
-    shadow path e + z (its states sv2[zi]); ``dead[zi]`` counts the decided cycles
-    where the shadow left the box or (first) became impossible, ``sfl`` remembers
-    which, and ``nzero`` is the number of shadows still alive.  A leaf is canonical
-    iff no shadow is alive there, and when none is alive at a node, every leaf below
-    is canonical.
+    shadow path e + z: when cycle k is decided, the shadow's state of cycle k is the
+    walk's plus ``zsh[k, zi]`` (the states are linear in the offsets, and the cycles
+    above k are all decided), and its sign is e_k + ``zT[k, zi]``.  A shadow dies
+    where it leaves the box or becomes impossible; ``zlive[d, :nlive[d]]`` lists the
+    shadows alive above depth d.  A leaf is canonical iff no shadow is alive there,
+    and when none is alive at a node, every leaf below is canonical.
     """
     m = base.shape[0] - 1
     s = prefix.shape[0]
-    nz = zset.shape[0]
+    nz = zT.shape[1]
     for j in range(m):
         sv[j] = sinit[j]
         choice[j] = -1
     for zi in range(nz):
-        dead[zi] = 0
-        for j in range(m):
-            sv2[zi, j] = sinit[j]
+        zlive[0, zi] = zi
+    nlive[0] = nz
     wbefore[0] = 1.0
-    nzero = nz
     total = 0.0
     nvalid = 0
     ncanon = 0
@@ -764,14 +780,6 @@ def _lwalk(prefix, base, sinit, fac, vc, ssum, tr_ptr, tr_lvl, tr_d, dmat, Lacc,
             ev = 1 - c
             for p in range(tr_ptr[k], tr_ptr[k + 1]):
                 sv[tr_lvl[p]] -= ev * tr_d[p]
-            for zi in range(nz):
-                ez = ev + zset[zi, k]
-                for p in range(tr_ptr[k], tr_ptr[k + 1]):
-                    sv2[zi, tr_lvl[p]] -= ez * tr_d[p]
-                if sfl[d, zi]:
-                    dead[zi] -= 1
-                    if dead[zi] == 0:
-                        nzero += 1
         if d < s:
             c = prefix[d] if c == -1 else 3
         else:
@@ -782,20 +790,6 @@ def _lwalk(prefix, base, sinit, fac, vc, ssum, tr_ptr, tr_lvl, tr_d, dmat, Lacc,
             continue
         choice[d] = c
         ev = 1 - c
-        for zi in range(nz):
-            ez = ev + zset[zi, k]
-            fl = False
-            if ez < -1 or ez > 1:
-                fl = True
-            elif dead[zi] == 0:
-                fl = fac[base[k] + 3 * sv2[zi, k] + 1 - ez] < 0.0
-            sfl[d, zi] = fl
-            if fl:
-                if dead[zi] == 0:
-                    nzero -= 1
-                dead[zi] += 1
-            for p in range(tr_ptr[k], tr_ptr[k + 1]):
-                sv2[zi, tr_lvl[p]] += ez * tr_d[p]
         for p in range(tr_ptr[k], tr_ptr[k + 1]):
             sv[tr_lvl[p]] += ev * tr_d[p]
         idx = base[k] + 3 * sv[k] + c
@@ -804,6 +798,17 @@ def _lwalk(prefix, base, sinit, fac, vc, ssum, tr_ptr, tr_lvl, tr_d, dmat, Lacc,
         alive[d] = ok
         if not ok:
             continue
+        nzero = 0
+        if nlive[d] > 0:
+            bk = base[k] + 3 * sv[k] + 1
+            for i in range(nlive[d]):
+                zi = zlive[d, i]
+                ez = ev + zT[k, zi]
+                # the shadow's state here is the walk's, shifted by zsh[k, zi]
+                if -1 <= ez <= 1 and fac[bk + 3 * zsh[k, zi] - ez] >= 0.0:
+                    zlive[d + 1, nzero] = zi
+                    nzero += 1
+        nlive[d + 1] = nzero
         ent[d] = idx
         w = wbefore[d] * f
         if k <= 7 and k >= 1 and nzero == 0 and d + 1 >= s:
@@ -893,8 +898,8 @@ def _prepare(cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_ptr, fin_grp, rule
     return (epw, bcode, qt, fin_coef, Fs, ow0) + lut
 
 
-_prepared = [None, None]          # the last problem's (key, tables): the caller walks one
-                                  # problem in several calls (chunks of branches)
+_prepared = [None]    # (key, tables) of the last problem: the caller walks one problem
+                      # in several calls (chunks of branches); replaced as one object
 
 
 def enumerate_cyclic(prefixes, cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_ptr, fin_grp,
@@ -904,48 +909,67 @@ def enumerate_cyclic(prefixes, cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_
     Choices are 0, 1, 2 for e = +1, 0, -1.  Returns (Hg summed over branches,
     per-branch total mass, per-branch valid counts, per-branch canonical counts).
 
-    A thin wrapper: it prepares the problem's tables (kept for the next call on the same
-    problem) and reads the thread count, which a cached compiled function cannot do.
-    The tables walk is used when its tables are small: at most ``_LUT_LIMIT`` entries
-    and (building an entry costs about as much as walking a few leaves the other way)
-    at most 3^m / 4; key mode always walks on offsets.
+    The compiled parts are small on purpose (compile time): this wrapper prepares the
+    problem's tables (kept for the next call on the same problem), splits the branches
+    into tasks, lets ``_run_par`` walk them and ``_finish`` sum up.  The table walk is
+    used when its tables are small: at most ``_LUT_LIMIT`` entries and (building an entry
+    costs about as much as walking a few leaves the other way) at most 3^m / 4; key mode
+    always walks on offsets.
+
+    Threads: the tasks are dealt round-robin to S slots (task t to slot t % S), each with
+    its own accumulators, rows padded apart (no false sharing).  The threads claim whole
+    slots as they go (an atomic counter): a thread that is held up, or a slot of cheap
+    tasks, costs no waiting; and as every slot is walked in a fixed order and the slots
+    are summed in a fixed order, the result does not depend on the timing.
     """
     m = cyc_ptr.shape[0] - 1
+    G, W = F.shape
     limit = 0 if key_mode else min(_LUT_LIMIT, max(4096, 3 ** m // 4))
     key = (cyc_ptr.tobytes(), cyc_grp.tobytes(), cyc_coef.tobytes(), pmin.tobytes(),
            F.tobytes(), Fok.tobytes(), F.shape, int(K), fin_ptr.tobytes(), fin_grp.tobytes(),
            int(rule), float(alpha), float(beta), float(gamma), limit)
-    if _prepared[0] != key:
-        _prepared[0] = None
-        _prepared[1] = _prepare(cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_ptr, fin_grp,
-                                rule, alpha, beta, gamma, limit)
-        _prepared[0] = key
-    return _enumerate_par(prefixes, cyc_ptr, cyc_grp, cyc_coef, pmin.shape[0], F.shape[1], K,
-                          fin_ptr, fin_grp, zset, key_mode, pivots, key_base, keys, key_starts,
-                          numba.get_num_threads(), *_prepared[1])
+    last = _prepared[0]
+    if last is not None and last[0] == key:
+        tab = last[1]
+    else:
+        tab = _prepare(cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_ptr, fin_grp, rule,
+                       alpha, beta, gamma, limit)
+        _prepared[0] = (key, tab)
+    lut, base, vbase = tab[6], tab[9], tab[10]
+    nent = int(base[m]) if lut else 1
+    n0 = int(vbase[1]) if lut else 1
+    tprefix, sub = _tasks(prefixes, m, key_mode)
+    ntask = tprefix.shape[0]
+    nth = max(1, min(numba.get_num_threads(), ntask))
+    S = min(ntask, 32)
+    while S > nth and S * (G * W + nent + n0 + 48) > (1 << 23):
+        S -= 1
+    Ht = np.zeros((S, G * W + 16))
+    Lt = np.zeros((S, nent + 16))
+    W0t = np.zeros((S, n0 + 16))
+    tres = np.zeros((ntask, 3))
+    counter = np.zeros(16, np.int64)
+    zT, zsh, zs, zsf = _zshift(zset, tab[16], tab[17], tab[18], cyc_ptr, cyc_grp, cyc_coef,
+                               fin_ptr, fin_grp, G)
+    _run_par(nth, counter, S, tprefix, sub, cyc_ptr, cyc_grp, cyc_coef, G, K, fin_ptr, fin_grp,
+             zT, zsh, zs, zsf, key_mode, pivots, key_base, keys, key_starts, Ht, Lt, W0t, tres,
+             *tab)
+    return _finish(prefixes.shape[0], sub, tres, Ht, Lt, W0t, G, W, K, cyc_ptr, cyc_grp,
+                   cyc_coef, fin_ptr, fin_grp, lut, tab[7], tab[8], base, tab[13])
 
 
-@njit(parallel=True)
-def _enumerate_par(prefixes, cyc_ptr, cyc_grp, cyc_coef, G, W, K, fin_ptr, fin_grp, zset,
-                   key_mode, pivots, key_base, keys, key_starts, nthreads,
-                   epw, bcode, qt, fin_coef, Fs, ow0,
-                   lut, A, stride, base, vbase, sinit, fac, facz, vc, ssum, tr_ptr, tr_lvl,
-                   tr_d, dmat):
+@njit
+def _tasks(prefixes, m, key_mode):
+    """Split the branches into equal tasks (extra forced levels, keeping >= 8 free levels
+    below); keys are written per branch, so key mode keeps one task per branch."""
     nb_ = prefixes.shape[0]
     s = prefixes.shape[1]
-    m = cyc_ptr.shape[0] - 1
-    nz = zset.shape[0]
-    nent = base[m] if lut else 1
-    n0 = vbase[1] if lut else 1
-    # split the branches into equal tasks (extra forced levels, keeping >= 8 free levels
-    # below); keys are written per branch, so key mode keeps one task per branch
     extra = 0
     if not key_mode:
         while nb_ * 3 ** extra < 96 and s + extra + 8 <= m:
             extra += 1
     sub = 3 ** extra
-    ntask = nb_ * sub
-    tprefix = np.empty((ntask, s + extra), np.int64)
+    tprefix = np.empty((nb_ * sub, s + extra), np.int64)
     for b in range(nb_):
         for j in range(sub):
             t = b * sub + j
@@ -955,54 +979,96 @@ def _enumerate_par(prefixes, cyc_ptr, cyc_grp, cyc_coef, G, W, K, fin_ptr, fin_g
             for i in range(extra - 1, -1, -1):
                 tprefix[t, s + i] = r % 3
                 r //= 3
-    nth = max(1, min(nthreads, ntask))
-    # per-thread accumulators; rows padded so that two threads never share a cache line
-    Ht = np.zeros((nth, G * W + 16))
-    Lt = np.zeros((nth, nent + 16))
-    W0t = np.zeros((nth, n0 + 16))
-    ttot = np.zeros(ntask)
-    tval = np.zeros(ntask, np.int64)
-    tcan = np.zeros(ntask, np.int64)
+    return tprefix, sub
+
+
+@njit
+def _zshift(zset, tr_ptr, tr_lvl, tr_d, cyc_ptr, cyc_grp, cyc_coef, fin_ptr, fin_grp, G):
+    """Where the shadow paths e + z stand relative to e (the canonical test).
+
+    zT[k, zi] = z_k.  Tables walk: zsh[k, zi] = sum_{i > k} z_i D[i -> k], the shift of
+    the state of cycle k.  Offset walk: zs[zi, t] = sum_{i >= k} z_i coef[g, i] for the
+    entry t (group g) of cycle k, and zsf[zi, u] the same for the finalised group u."""
+    m = cyc_ptr.shape[0] - 1
+    nz = zset.shape[0]
+    nt = cyc_grp.shape[0]
+    zT = np.zeros((m, nz), np.int64)
+    zsh = np.zeros((m, nz), np.int64)
+    zs = np.zeros((nz, nt), np.int64)
+    zsf = np.zeros((nz, fin_grp.shape[0]), np.int64)
+    acc = np.zeros(G, np.int64)
+    for zi in range(nz):
+        acc[:] = 0
+        for i in range(m - 1, -1, -1):
+            zT[i, zi] = zset[zi, i]
+            for p in range(tr_ptr[i], tr_ptr[i + 1]):
+                zsh[tr_lvl[p], zi] += zset[zi, i] * tr_d[p]
+            for t in range(cyc_ptr[i], cyc_ptr[i + 1]):
+                acc[cyc_grp[t]] += zset[zi, i] * cyc_coef[t]
+            for t in range(cyc_ptr[i], cyc_ptr[i + 1]):
+                zs[zi, t] = acc[cyc_grp[t]]
+            for u in range(fin_ptr[i], fin_ptr[i + 1]):
+                zsf[zi, u] = acc[fin_grp[u]]
+    return zT, zsh, zs, zsf
+
+
+@njit(parallel=True)
+def _run_par(nth, counter, S, tprefix, sub, cyc_ptr, cyc_grp, cyc_coef, G, K, fin_ptr, fin_grp,
+             zT, zsh, zs, zsf, key_mode, pivots, key_base, keys, key_starts, Ht, Lt, W0t, tres,
+             epw, bcode, qt, fin_coef, Fs, ow0,
+             lut, A, stride, base, vbase, sinit, fac, facz, vc, ssum, tr_ptr, tr_lvl, tr_d,
+             dmat):
+    """One iteration per thread: claim slots until none is left, walk their tasks."""
+    m = cyc_ptr.shape[0] - 1
+    nz = zT.shape[1]
+    ntask = tprefix.shape[0]
     for p in prange(nth):
         ow = np.zeros(G, np.int64)
-        ow2 = np.zeros(G, np.int64)
         sv = np.zeros(m, np.int64)
-        e = np.zeros(m, np.int64)
-        e2 = np.zeros(m, np.int64)
         choice = np.full(m, -1, np.int64)
         alive = np.zeros(m, np.bool_)
         ent = np.zeros(m, np.int64)
         wbefore = np.ones(m + 1)
         mass = np.zeros(m)
-        viol = np.zeros(nz, np.int64)
-        sv2 = np.zeros((nz, m), np.int64)
-        sfl = np.zeros((m, nz), np.bool_)
-        dead = np.zeros(nz, np.int64)
-        Hp = Ht[p]
-        Lp = Lt[p]
-        W0p = W0t[p]
-        for t in range(p, ntask, nth):
-            if lut:
-                r3 = _lwalk(tprefix[t], base, sinit, fac, vc, ssum, tr_ptr, tr_lvl, tr_d, dmat,
-                            Lp, W0p, zset, sv, choice, alive, ent, wbefore, mass, sv2, sfl,
-                            dead)
-                ttot[t] = r3[0]
-                tval[t] = r3[1]
-                tcan[t] = r3[2]
-            else:
-                r4 = _gwalk(tprefix[t], cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr,
-                            fin_grp, fin_coef, Fs, K, zset, Hp, key_mode, pivots, key_base, keys,
-                            key_starts[t // sub], ow0, ow, ow2, e, e2, choice, alive, wbefore,
-                            mass, viol)
-                ttot[t] = r4[0]
-                tval[t] = r4[1]
-                tcan[t] = r4[2]
+        zlive = np.zeros((m + 1, nz), np.int64)
+        nlive = np.zeros(m + 1, np.int64)
+        sl = _fetch_add(counter, 0, 1)
+        while sl < S:
+            for t in range(sl, ntask, S):
+                if lut:
+                    r3 = _lwalk(tprefix[t], base, sinit, fac, vc, ssum, tr_ptr, tr_lvl, tr_d,
+                                dmat, Lt[sl], W0t[sl], sv, choice, alive, ent, wbefore, mass,
+                                zT, zsh, zlive, nlive)
+                    tres[t, 0] = r3[0]
+                    tres[t, 1] = r3[1]
+                    tres[t, 2] = r3[2]
+                else:
+                    r4 = _gwalk(tprefix[t], cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt,
+                                fin_ptr, fin_grp, fin_coef, Fs, K, zT, zs, zsf, Ht[sl],
+                                key_mode, pivots, key_base, keys, key_starts[t // sub], ow0, ow,
+                                choice, alive, wbefore, mass, zlive, nlive)
+                    tres[t, 0] = r4[0]
+                    tres[t, 1] = r4[1]
+                    tres[t, 2] = r4[2]
+            sl = _fetch_add(counter, 0, 1)
+
+
+@njit
+def _finish(nb_, sub, tres, Ht, Lt, W0t, G, W, K, cyc_ptr, cyc_grp, cyc_coef, fin_ptr, fin_grp,
+            lut, A, stride, base, facz):
+    """Sum the slots (in a fixed order) and the tasks of each branch."""
+    m = cyc_ptr.shape[0] - 1
+    S = Ht.shape[0]
     H = np.zeros((G, W))
-    for p in range(nth):
-        H += Ht[p, :G * W].reshape((G, W))
+    for p in range(S):
+        for g in range(G):
+            for i in range(W):
+                H[g, i] += Ht[p, g * W + i]
     if lut:
+        nent = base[m]
+        n0 = (base[1] - base[0]) // 3
         Lsum = np.zeros(nent)
-        for p in range(nth):
+        for p in range(S):
             for i in range(nent):
                 Lsum[i] += Lt[p, i]
             for u in range(n0):       # the leaves: W0[u] * facz[3 u + c] (cycle 0: base 0)
@@ -1012,9 +1078,9 @@ def _enumerate_par(prefixes, cyc_ptr, cyc_grp, cyc_coef, G, W, K, fin_ptr, fin_g
     tot = np.zeros(nb_)
     nvalid = np.zeros(nb_, np.int64)
     ncanon = np.zeros(nb_, np.int64)
-    for t in range(ntask):
+    for t in range(tres.shape[0]):
         b = t // sub
-        tot[b] += ttot[t]
-        nvalid[b] += tval[t]
-        ncanon[b] += tcan[t]
+        tot[b] += tres[t, 0]
+        nvalid[b] += np.int64(tres[t, 1])
+        ncanon[b] += np.int64(tres[t, 2])
     return H, tot, nvalid, ncanon

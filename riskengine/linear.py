@@ -1,0 +1,244 @@
+"""The tabular system T·x = 0: every cell of a table, totals included, as one vector.
+
+Seeds 000, 002 and 004 write a table with its totals as a vector ``x`` of all its
+cells (interior, subtotals, totals) and the additivity of the table as the linear
+system ``T x = 0``.  Suppression audits, complementary suppression and controlled
+tabular adjustment are all linear programs over this system; this module builds
+it once, as a sparse matrix, for any published structure:
+
+* the interior (all dims kept) and every published marginal configuration
+  (``Table.margins`` / ``Release.structure``: tuples of the dims each total keeps);
+* optionally one level of *subtotals* along a dim: ``groups={"v": [[0, 1], [2, 3, 4]]}``
+  partitions the categories of ``v`` into groups, and every configuration that keeps
+  ``v`` gets a grouped twin that keeps the group instead of the category.
+
+Variables are laid out block by block (interior first, C order inside a block); a
+:class:`Block` says where each block sits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .table import default_margins, margin_closure
+
+__all__ = ["Block", "TabularSystem", "tabular_system"]
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block of the cell vector: a configuration (dims kept), maybe grouped along a dim."""
+
+    keep: tuple          #: dims kept, in table order (all dims = the interior)
+    grouped: str | None  #: dim aggregated to its groups (subtotals), or None
+    shape: tuple         #: shape of the block (a grouped dim has one entry per group)
+    offset: int          #: index of the block's first cell in the vector
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def slice(self) -> slice:
+        return slice(self.offset, self.offset + self.size)
+
+    @property
+    def is_interior(self) -> bool:
+        return self.grouped is None and self.offset == 0
+
+    @property
+    def label(self) -> str:
+        base = "interior" if self.is_interior else ("total(" + ",".join(self.keep) + ")")
+        return base if self.grouped is None else f"subtotal[{self.grouped}]({','.join(self.keep)})"
+
+
+@dataclass(frozen=True)
+class TabularSystem:
+    """``A @ x == 0`` for the vector ``x`` of every cell of the table, totals included.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = tabular_system(("v", "w"), (2, 3))
+    >>> [b.label for b in s.blocks]
+    ['interior', 'total(v)', 'total(w)', 'total()']
+    >>> x = s.vector(np.array([[1, 2, 3], [4, 5, 6]]))
+    >>> x.tolist()
+    [1, 2, 3, 4, 5, 6, 6, 15, 5, 7, 9, 21]
+    >>> bool(np.all(s.A @ x == 0))
+    True
+    """
+
+    dims: tuple
+    shape: tuple
+    structure: tuple                 #: published margin configurations (dims kept), largest first
+    groups: dict                     #: {dim: tuple of tuples of category indices}
+    blocks: tuple                    #: Block per configuration, interior first
+    A: sp.csr_matrix                 #: equations x n_var, entries in {-1, 0, 1}
+
+    @property
+    def n_var(self) -> int:
+        return self.A.shape[1]
+
+    @property
+    def n_interior(self) -> int:
+        return self.blocks[0].size
+
+    def block(self, keep, grouped: str | None = None) -> Block:
+        """The block of configuration ``keep`` (dims kept), grouped along ``grouped``."""
+        keep = tuple(d for d in self.dims if d in tuple(keep))
+        for b in self.blocks:
+            if b.keep == keep and b.grouped == grouped:
+                return b
+        raise KeyError(f"no block keeps {keep}" + (f" grouped by {grouped!r}" if grouped else "")
+                       + f"; blocks: {[b.label for b in self.blocks]}")
+
+    def vector(self, interior) -> np.ndarray:
+        """Every cell of the table (interior, subtotals, totals) from its interior."""
+        v = np.asarray(interior)
+        if v.shape != self.shape:
+            raise ValueError(f"interior must have shape {self.shape}, got {v.shape}")
+        out = np.empty(self.n_var, dtype=np.result_type(v.dtype, np.int64))
+        for b in self.blocks:
+            out[b.slice] = self._aggregate(v, b).ravel()
+        return out
+
+    def split(self, x) -> dict:
+        """``{(keep, grouped): array}`` views of a cell vector, block by block."""
+        x = np.asarray(x)
+        if x.shape != (self.n_var,):
+            raise ValueError(f"cell vector must have length {self.n_var}, got shape {x.shape}")
+        return {(b.keep, b.grouped): x[b.slice].reshape(b.shape) for b in self.blocks}
+
+    def labels(self) -> list:
+        """A readable label per variable: ``interior[1, 2]``, ``total(v)[0]``, ..."""
+        out = []
+        for b in self.blocks:
+            for idx in np.ndindex(*b.shape):
+                out.append(f"{b.label}[{', '.join(map(str, idx))}]")
+        return out
+
+    def _aggregate(self, v: np.ndarray, b: Block) -> np.ndarray:
+        axes = tuple(i for i, d in enumerate(self.dims) if d not in b.keep)
+        s = v.sum(axis=axes) if axes else v
+        if b.grouped is None:
+            return s
+        ax = b.keep.index(b.grouped)
+        return np.stack([np.take(s, list(g), axis=ax).sum(axis=ax)
+                         for g in self.groups[b.grouped]], axis=ax)
+
+
+def tabular_system(dims, shape, structure=None, groups=None) -> TabularSystem:
+    """Build ``T`` for a table with ``dims``/``shape`` and published ``structure``.
+
+    Parameters
+    ----------
+    dims, shape
+        Dimension names and sizes of the interior.
+    structure : sequence of tuples, optional
+        Published margin configurations (dims kept); closed under further summing.
+        Default: the table's default structure (all totals of a 2-D table, every
+        (k-1)-way margin of a k-D table); ``()`` gives an interior-only system.
+    groups : dict, optional
+        ``{dim: [[category indices], ...]}``: one level of subtotals along ``dim``;
+        the groups must partition the categories.
+
+    Returns
+    -------
+    TabularSystem
+        Equations: every configuration equals the sum of each configuration that
+        keeps one more dim (the interior included), and every grouped cell equals
+        the sum of its members.
+    """
+    dims = tuple(str(d) for d in dims)
+    shape = tuple(int(s) for s in shape)
+    if len(dims) != len(shape):
+        raise ValueError(f"dims {dims} and shape {shape} disagree in length")
+    structure = margin_closure(list(default_margins(dims) if structure is None else structure), dims)
+    groups = _clean_groups(groups or {}, dims, shape)
+    configs = [dims] + [k for k in structure]
+    specs = [(k, None) for k in configs]
+    for d in groups:
+        specs += [(k, d) for k in configs if d in k]
+    blocks, off = [], 0
+    for keep, g in specs:
+        bshape = tuple(len(groups[d]) if d == g else shape[dims.index(d)] for d in keep)
+        b = Block(keep, g, bshape, off)
+        blocks.append(b)
+        off += b.size
+    index = {(b.keep, b.grouped): b for b in blocks}
+
+    rows, cols, vals = [], [], []
+    n_eq = 0
+
+    def add_equations(child: Block, parent: Block, member_map):
+        # child[c] - sum over parent cells p mapped to c of parent[p] = 0
+        nonlocal n_eq
+        pidx = np.arange(parent.size).reshape(parent.shape)
+        cid = member_map(pidx)  # child flat index for each parent cell (or -1: not in any)
+        ok = cid >= 0
+        rows.append(n_eq + np.arange(child.size))
+        cols.append(child.offset + np.arange(child.size))
+        vals.append(np.ones(child.size))
+        rows.append(n_eq + cid[ok])
+        cols.append(parent.offset + pidx[ok])
+        vals.append(-np.ones(int(ok.sum())))
+        n_eq += child.size
+
+    for (keep, g), child in index.items():
+        if g is not None:
+            # grouped cell = sum of its member cells in the ungrouped configuration
+            parent = index[(keep, None)]
+            ax = keep.index(g)
+            gid = np.empty(shape[dims.index(g)], dtype=np.int64)
+            for j, members in enumerate(groups[g]):
+                gid[list(members)] = j
+
+            def mm(pidx, ax=ax, gid=gid, child=child, parent=parent):
+                sub = np.array(np.unravel_index(pidx.ravel(), parent.shape))
+                sub[ax] = gid[sub[ax]]
+                return np.ravel_multi_index(tuple(sub), child.shape).reshape(pidx.shape)
+            add_equations(child, parent, mm)
+            continue
+        if keep == dims:
+            continue
+        # every configuration with one more dim that is itself present sums to this
+        # one; with none present (e.g. ("c",) next to ("a", "b")), the interior does
+        parents = [tuple(d for d in dims if d in keep or d == e) for e in dims if e not in keep]
+        parents = [p for p in parents if (p, None) in index] or [dims]
+        for bigger in parents:
+            parent = index[(bigger, None)]
+            drop = [i for i, d in enumerate(bigger) if d not in keep]
+
+            def mm(pidx, drop=drop, child=child, parent=parent):
+                sub = [a for i, a in enumerate(np.unravel_index(pidx.ravel(), parent.shape))
+                       if i not in drop]
+                if not sub:
+                    return np.zeros(pidx.shape, dtype=np.int64)
+                return np.ravel_multi_index(tuple(sub), child.shape).reshape(pidx.shape)
+            add_equations(child, parent, mm)
+
+    if n_eq:
+        A = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                          shape=(n_eq, off))
+    else:
+        A = sp.csr_matrix((0, off))
+    return TabularSystem(dims, shape, tuple(structure), groups, tuple(blocks), A)
+
+
+def _clean_groups(groups: dict, dims: tuple, shape: tuple) -> dict:
+    out = {}
+    for d, gs in dict(groups).items():
+        if d not in dims:
+            raise ValueError(f"groups given for unknown dim {d!r}; dims are {dims}")
+        n = shape[dims.index(d)]
+        gs = tuple(tuple(int(i) for i in g) for g in gs)
+        flat = sorted(i for g in gs for i in g)
+        if flat != list(range(n)) or any(len(g) == 0 for g in gs):
+            raise ValueError(f"groups of dim {d!r} must partition its {n} categories "
+                             f"(each index 0..{n - 1} in exactly one nonempty group), got {gs}")
+        out[d] = gs
+    return out

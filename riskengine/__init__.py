@@ -16,12 +16,14 @@ probabilities and utility.  It also implements the protection methods.
 ('v', 'w', 'value')
 """
 
-from . import cycles, priors
+from . import cycles, generators, measures, priors
 from ._io import read_csv_long, read_csv_wide, read_netcdf, read_table
 from .mechanisms import (BinomialPerturbation, Bootstrap, ControlledRounding, CyclicPerturbation, MarginsOnly, Mechanism,
                          frechet_bounds)
 from .posterior import Posterior, count_candidates, posterior
 from .release import Release
+from .compare import compare
+from .simulate import simulate
 from .table import Table
 
 __version__ = "0.1.0"
@@ -32,4 +34,5 @@ __all__ = [
     "Bootstrap", "BinomialPerturbation",
     "Mechanism", "cycles", "priors",
     "read_table", "read_csv_long", "read_csv_wide", "read_netcdf",
+    "compare", "simulate", "generators", "measures",
 ]

@@ -59,7 +59,7 @@ class Posterior:
     def width(self) -> int:
         return self.probs.shape[-1]
 
-    def _da(self, values, name, **attrs) -> xr.DataArray:
+    def _da(self, values, name, /, **attrs) -> xr.DataArray:
         return xr.DataArray(values, dims=self.dims, coords=self.coords, name=name,
                             attrs={**self._common_attrs(), **attrs})
 

@@ -1,0 +1,232 @@
+"""TOML configurations of ``riskengine compare`` and ``riskengine simulate``.
+
+compare::
+
+    seed = 2006                 # root seed (same seed, same results)
+    draws = 10                  # protections per mechanism
+    level = 0.95                # optional: credible level of the interval widths
+
+    [table]                     # path = CSV / netCDF (relative to this file), or
+    path = "seed003_original.csv"
+    # values = [[3, 1], [2, 4]]   dims = ["v", "w"]   (inline)
+
+    [priors]                    # specs of rk.priors.parse
+    intruder = "uniform"
+    user = "poisson:8"
+
+    [[mechanisms]]              # one block per mechanism; type = registry name
+    label = "cyclic"
+    type = "cyclic"
+    design = "diagonal"         # cyclic only: diagonal | staircase (or cycles = [...])
+    sweep = { alpha = [0.05, 0.25], beta = [0.05, 0.25] }   # optional: one mechanism
+                                                             # per setting (lists zipped)
+
+simulate::
+
+    seed = 7
+    n_tables = 200
+    scheduler = "serial"        # serial | dask | tcp://host:port
+    chunk = 25                  # optional: tables per dask task
+
+    [generator]                 # type: poisson (rate, shape) | multinomial (n, probs)
+    type = "poisson"            #       | resample (path or values, optional n)
+    rate = 3.0
+    shape = [3, 3]
+    dims = ["v", "w"]           # optional
+
+    [mechanism]                 # as one [[mechanisms]] block, without label/sweep
+    type = "cyclic"
+    design = "diagonal"
+    alpha = 0.25
+    beta = 0.25
+
+    [intruder]
+    prior = "poisson:3"
+    # assumed = { type = "cyclic", design = "diagonal", alpha = 0.05, beta = 0.05 }
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import numpy as np
+
+from . import cycles, generators, priors
+from ._io import read_table
+from .mechanisms import REGISTRY
+from .table import Table
+
+COMPARE_KEYS = ("seed", "draws", "level", "table", "priors", "mechanisms")
+SIMULATE_KEYS = ("seed", "n_tables", "scheduler", "chunk", "generator", "mechanism", "intruder")
+DESIGNS = ("diagonal", "staircase")
+
+
+def load(path) -> tuple[dict, Path]:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no such config file: {path}")
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh), path.parent
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: not valid TOML: {exc}") from None
+
+
+def _keys(d: dict, known, where: str) -> dict:
+    if not isinstance(d, dict):
+        raise ValueError(f"{where} must be a TOML table, got {d!r}")
+    bad = [k for k in d if k not in known]
+    if bad:
+        raise ValueError(f"unknown key {bad[0]!r} in {where}; known: {', '.join(known)}")
+    return d
+
+
+def _need(d: dict, key: str, where: str):
+    if key not in d:
+        raise ValueError(f"{where} needs {key!r}")
+    return d[key]
+
+
+def _table(d: dict, base: Path, where: str) -> Table:
+    _keys(d, ("path", "values", "dims", "coords"), where)
+    if ("path" in d) == ("values" in d):
+        raise ValueError(f"{where} needs exactly one of 'path' (a CSV/netCDF file) or 'values'")
+    if "path" in d:
+        p = Path(d["path"])
+        return read_table(p if p.is_absolute() else base / p)
+    return Table(np.array(d["values"]), dims=d.get("dims"), coords=d.get("coords"))
+
+
+def mechanism(spec: dict, shape, where: str = "mechanism"):
+    """A mechanism from ``{type, params...}``; ``design`` builds cyclic cycles for ``shape``."""
+    spec = dict(_keys(spec, tuple(spec), where))
+    kind = _need(spec, "type", where)
+    if kind not in REGISTRY:
+        raise ValueError(f"unknown mechanism type {kind!r} in {where}; "
+                         f"known: {', '.join(sorted(REGISTRY))}")
+    spec.pop("type")
+    design = spec.pop("design", None)
+    if design is not None:
+        if kind != "cyclic":
+            raise ValueError(f"'design' applies to type 'cyclic' only ({where})")
+        spec["cycles"] = _design(design, shape, where)
+    try:
+        return REGISTRY[kind](**spec)
+    except TypeError as exc:
+        raise ValueError(f"bad parameters for mechanism {kind!r} in {where}: {exc}") from None
+
+
+def _design(design, shape, where):
+    if design not in DESIGNS:
+        raise ValueError(f"unknown design {design!r} in {where}; known: {', '.join(DESIGNS)}")
+    if len(shape) != 2:
+        raise ValueError(f"design {design!r} needs a 2-D table, got shape {tuple(shape)}; give "
+                         "cycles = [...] instead")
+    n, m = shape
+    if design == "diagonal":
+        if n != m:
+            raise ValueError(f"the diagonal design needs a square table, got {n} x {m}; "
+                             "use design = 'staircase'")
+        return cycles.diagonal(n)
+    return cycles.staircase(n, m)
+
+
+def _mechanisms(blocks, shape) -> dict:
+    if not isinstance(blocks, list) or not blocks:
+        raise ValueError("compare config needs at least one [[mechanisms]] block")
+    out = {}
+    for j, b in enumerate(blocks):
+        where = f"[[mechanisms]] block {j + 1}"
+        b = dict(_keys(b, tuple(b), where))
+        label = str(b.pop("label", b.get("type", f"mechanism {j + 1}")))
+        sweep = b.pop("sweep", None)
+        settings = [{}]
+        if sweep is not None:
+            _keys(sweep, tuple(sweep), f"sweep of {where}")
+            lens = {k: len(v) if isinstance(v, list) else -1 for k, v in sweep.items()}
+            if not lens or any(n < 1 for n in lens.values()) or len(set(lens.values())) != 1:
+                raise ValueError(f"sweep of {where} must map parameters to non-empty lists of "
+                                 f"one common length, got lengths {lens}")
+            n = next(iter(lens.values()))
+            settings = [{k: v[i] for k, v in sweep.items()} for i in range(n)]
+        for s in settings:
+            name = label + ("" if not s else " " + " ".join(f"{k}={v}" for k, v in s.items()))
+            if name in out:
+                raise ValueError(f"two mechanisms are labelled {name!r}; labels must differ")
+            out[name] = mechanism({**b, **s}, shape, where)
+    return out
+
+
+def _prior(spec, where):
+    if not isinstance(spec, str):
+        raise ValueError(f"{where} must be a prior spec string like 'poisson:2', got {spec!r}")
+    return priors.parse(spec)
+
+
+def _int(d, key, default, minimum, where):
+    v = d.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        raise ValueError(f"{where}: {key} must be an integer >= {minimum}, got {v!r}")
+    return v
+
+
+def compare_args(cfg: dict, base: Path) -> dict:
+    """Keyword arguments of rk.compare (plus ``seed``) from a compare config."""
+    _keys(cfg, COMPARE_KEYS, "the compare config")
+    table = _table(_need(cfg, "table", "the compare config"), base, "[table]")
+    pri = _keys(cfg.get("priors", {}), ("intruder", "user"), "[priors]")
+    level = cfg.get("level", 0.95)
+    if not isinstance(level, (int, float)) or not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    return {
+        "table": table,
+        "mechanisms": _mechanisms(cfg.get("mechanisms"), table.shape),
+        "intruder": _prior(pri.get("intruder", "uniform"), "[priors] intruder"),
+        "user": _prior(pri.get("user", "uniform"), "[priors] user"),
+        "draws": _int(cfg, "draws", 20, 1, "compare config"),
+        "level": float(level),
+        "seed": _int(cfg, "seed", 0, 0, "compare config"),
+    }
+
+
+def _generator(d: dict, base: Path):
+    where = "[generator]"
+    kind = _need(d, "type", where)
+    if kind == "poisson":
+        _keys(d, ("type", "rate", "shape", "dims", "coords"), where)
+        return generators.Poisson(np.array(_need(d, "rate", where), dtype=float),
+                                  shape=d.get("shape"), dims=d.get("dims"),
+                                  coords=d.get("coords"))
+    if kind == "multinomial":
+        _keys(d, ("type", "n", "probs", "dims", "coords"), where)
+        return generators.Multinomial(_need(d, "n", where), np.array(_need(d, "probs", where)),
+                                      dims=d.get("dims"), coords=d.get("coords"))
+    if kind == "resample":
+        _keys(d, ("type", "path", "values", "dims", "coords", "n"), where)
+        t = _table({k: v for k, v in d.items() if k not in ("type", "n")}, base, where)
+        return generators.Resample(t, n=d.get("n"))
+    raise ValueError(f"unknown generator type {kind!r}; known: poisson, multinomial, resample")
+
+
+def simulate_args(cfg: dict, base: Path) -> dict:
+    """Keyword arguments of rk.simulate (plus ``seed``) from a simulate config."""
+    _keys(cfg, SIMULATE_KEYS, "the simulate config")
+    gen = _generator(_need(cfg, "generator", "the simulate config"), base)
+    intr = _keys(cfg.get("intruder", {}), ("prior", "assumed"), "[intruder]")
+    mech = mechanism(_need(cfg, "mechanism", "the simulate config"), gen.shape, "[mechanism]")
+    assumed = intr.get("assumed")
+    sched = cfg.get("scheduler", "serial")
+    if not isinstance(sched, str):
+        raise ValueError(f"scheduler must be 'serial', 'dask' or 'tcp://host:port', got {sched!r}")
+    return {
+        "generator": gen,
+        "mechanism": mech,
+        "intruder": _prior(intr.get("prior", "uniform"), "[intruder] prior"),
+        "assumed": None if assumed is None else mechanism(assumed, gen.shape,
+                                                          "[intruder] assumed"),
+        "n_tables": _int(cfg, "n_tables", 100, 1, "simulate config"),
+        "scheduler": None if sched == "serial" else sched,
+        "chunk": cfg.get("chunk"),
+        "seed": _int(cfg, "seed", 0, 0, "simulate config"),
+    }

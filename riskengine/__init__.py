@@ -18,11 +18,11 @@ probabilities and utility.  It also implements the protection methods.
 
 from . import cycles, generators, measures, priors
 from ._io import read_csv_long, read_csv_wide, read_netcdf, read_table
+from .compare import compare
 from .mechanisms import (BinomialPerturbation, Bootstrap, ControlledRounding, CyclicPerturbation, MarginsOnly, Mechanism,
                          frechet_bounds)
 from .posterior import Posterior, count_candidates, posterior
 from .release import Release
-from .compare import compare
 from .simulate import simulate
 from .table import Table
 

@@ -75,7 +75,7 @@ def load(path) -> tuple[dict, Path]:
 
 def _keys(d: dict, known, where: str) -> dict:
     if not isinstance(d, dict):
-        raise ValueError(f"{where} must be a TOML table, got {d!r}")
+        raise TypeError(f"{where} must be a TOML table, got {d!r}")
     bad = [k for k in d if k not in known]
     if bad:
         raise ValueError(f"unknown key {bad[0]!r} in {where}; known: {', '.join(known)}")
@@ -160,7 +160,7 @@ def _mechanisms(blocks, shape) -> dict:
 
 def _prior(spec, where):
     if not isinstance(spec, str):
-        raise ValueError(f"{where} must be a prior spec string like 'poisson:2', got {spec!r}")
+        raise TypeError(f"{where} must be a prior spec string like 'poisson:2', got {spec!r}")
     return priors.parse(spec)
 
 
@@ -218,7 +218,8 @@ def simulate_args(cfg: dict, base: Path) -> dict:
     assumed = intr.get("assumed")
     sched = cfg.get("scheduler", "serial")
     if not isinstance(sched, str):
-        raise ValueError(f"scheduler must be 'serial', 'dask' or 'tcp://host:port', got {sched!r}")
+        raise TypeError(f"scheduler must be 'serial', 'dask' or 'tcp://host:port', "
+                        f"got {sched!r}")
     return {
         "generator": gen,
         "mechanism": mech,

@@ -24,7 +24,7 @@ import numpy as np
 from . import _validate as V
 from .table import Table
 
-__all__ = ["Generator", "Poisson", "Multinomial", "Resample"]
+__all__ = ["Generator", "Multinomial", "Poisson", "Resample"]
 
 
 class Generator:

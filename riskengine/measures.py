@@ -35,8 +35,8 @@ from . import _validate as V
 from .posterior import Posterior
 from .table import Table
 
-__all__ = ["DEFINITIONS", "risk", "expected_exact", "interval_width", "released_values",
-           "l1", "hellinger", "chi_square", "cramers_v", "utility", "utility_score"]
+__all__ = ["DEFINITIONS", "chi_square", "cramers_v", "expected_exact", "hellinger",
+           "interval_width", "l1", "released_values", "risk", "utility", "utility_score"]
 
 #: Definitions of every measure, as stored in ``attrs["definition"]``.
 DEFINITIONS = {

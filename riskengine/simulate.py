@@ -26,7 +26,7 @@ from . import _validate as V
 from .compare import derived_rng, root_entropy
 from .posterior import _prior, posterior
 
-__all__ = ["simulate", "calibration"]
+__all__ = ["calibration", "simulate"]
 
 DASK_HINT = 'pip install "riskengine[dask]"'
 
@@ -177,8 +177,8 @@ def simulate(generator, mechanism, intruder=None, n_tables: int = 100,
 
 
 def _run_dask(job, n_tables, chunk, scheduler, progress) -> list:
-    import distributed
     client, owned = _client(scheduler)
+    import distributed
     try:
         [job_f] = client.scatter([job], broadcast=True)
         starts = list(range(0, n_tables, chunk))

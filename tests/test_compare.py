@@ -192,14 +192,14 @@ type = "margins_only"
     finally:
         ds.close()
     capsys.readouterr()
-    bad = [("seed = 1\n[table]\nvalues = [[1, 2], [3, 4]]\n[[mechanisms]]\n"
-            "type = \"nope\"\n", "unknown mechanism type 'nope'"),
+    bad = [(("seed = 1\n[table]\nvalues = [[1, 2], [3, 4]]\n[[mechanisms]]\n"
+             "type = \"nope\"\n"), "unknown mechanism type 'nope'"),
            ("colour = 3\n", "unknown key 'colour'"),
-           ("[table]\nvalues = [[1, 2], [3, 4]]\n[[mechanisms]]\ntype = \"cyclic\"\n"
-            "design = \"diagonal\"\nsweep = { alpha = [0.1], beta = [0.1, 0.2] }\n",
+           (("[table]\nvalues = [[1, 2], [3, 4]]\n[[mechanisms]]\ntype = \"cyclic\"\n"
+             "design = \"diagonal\"\nsweep = { alpha = [0.1], beta = [0.1, 0.2] }\n"),
             "one common length"),
-           ("[table]\nvalues = [[1, 2], [3, 4]]\n[[mechanisms]]\ntype = \"bootstrap\"\n"
-            "M = 3\nQ = 2\n", "bad parameters for mechanism 'bootstrap'"),
+           (("[table]\nvalues = [[1, 2], [3, 4]]\n[[mechanisms]]\ntype = \"bootstrap\"\n"
+             "M = 3\nQ = 2\n"), "bad parameters for mechanism 'bootstrap'"),
            ("[table\n", "not valid TOML")]
     for text, msg in bad:
         cfg.write_text(text)
@@ -209,6 +209,6 @@ type = "margins_only"
     assert not (tmp_path / "bad").exists()
     # the same through the installed entry point: exit code 2, one line on stderr
     r = subprocess.run([sys.executable, "-m", "riskengine.cli", "compare", str(cfg)],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, check=False)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert r.stderr.startswith("riskengine: error:") and "not valid TOML" in r.stderr

@@ -192,6 +192,7 @@ def _cmd_compare(args) -> int:
     path = Path(args.out) / "compare.nc"
     atomic_write_netcdf(ds, path)
     print(f"results written to {path}")
+    # report hook: PNG/HTML from `ds` (or from `path`) go here
     return 0
 
 
@@ -230,6 +231,7 @@ def _cmd_simulate(args) -> int:
     path = Path(args.out) / "simulate.nc"
     atomic_write_netcdf(ds, path)
     print(f"results written to {path}")
+    # report hook: PNG/HTML from `ds` (or from `path`) go here
     return 0
 
 

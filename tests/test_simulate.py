@@ -78,8 +78,8 @@ def test_index_seeding_prefix_and_chunks(small):
 def test_calibration_right_model_passes_wrong_likelihood_fails():
     """Acceptance: prior = generator and the true mechanism -> calibrated; the intruder
     analysing with alpha = beta = 0.05 when the release used 0.4 -> not calibrated."""
-    right = calibration(_sim(300), bins=10)
-    assert right.attrs["n_tables"] == 300
+    right = calibration(_sim(250), bins=10)
+    assert right.attrs["n_tables"] == 250
     assert _calibrated(right), right.to_dataframe()
     assert int((right["n"] >= 30).sum()) >= 3          # several bins actually checked
     wrong = calibration(_sim(150, assumed=WRONG_MECH), bins=10)
@@ -89,6 +89,15 @@ def test_calibration_right_model_passes_wrong_likelihood_fails():
     assert wrong.attrs["overall_claimed"] - wrong.attrs["overall_observed"] > 0.2
     big = wrong["n"] >= 30
     assert bool((wrong["z"].where(big) < -4).sum() >= 2)
+
+
+def test_calibration_margins_only_exact_route():
+    """A second exact route (the table DP of margins-only releases), prior = generator."""
+    ds = rk.simulate(rk.generators.Poisson(2.0, shape=(3, 3)), rk.MarginsOnly(),
+                     rk.priors.Poisson(2.0), n_tables=150, rng=np.random.default_rng(3))
+    cal = calibration(ds, bins=10)
+    assert _calibrated(cal), cal.to_dataframe()
+    assert int((cal["n"] >= 30).sum()) >= 3
 
 
 def test_calibration_function_by_hand():

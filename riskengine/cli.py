@@ -1,13 +1,16 @@
 """The ``riskengine`` command.
 
-    riskengine assess [RELEASE.json] [--prior SPEC] [--truth TABLE.csv] [--out DIR]
+    riskengine assess [RELEASE.json] [--prior SPEC] [--truth TABLE.csv] [--out DIR] [--no-report]
+    riskengine report RESULTS.nc [--out DIR]
     riskengine protect TABLE.csv --mechanism cyclic [--design diagonal] [--alpha A] [--beta B]
     riskengine count RELEASE.json [--prior SPEC]
 
 ``assess`` with no arguments runs the bundled example of seed 003 (Duncan &
 Roehrig): the published perturbed 4 x 4 table, its diagonal cycle set,
-alpha = beta = 1/4, and the original table as the truth.  Bad input: exit
-code 2 and one line on stderr.
+alpha = beta = 1/4, and the original table as the truth.  ``assess`` writes
+``posterior.nc`` and the HTML report (``report.html`` + PNGs) into ``--out``;
+``report`` turns any results netCDF (assess, compare, simulate) into that
+report.  Bad input: exit code 2 and one line on stderr.
 """
 
 from __future__ import annotations
@@ -111,8 +114,23 @@ def _cmd_assess(args) -> int:
     print(_risk_report(post, rel, truth, args.level))
     out = Path(args.out)
     path = out / "posterior.nc"
-    atomic_write_netcdf(post.to_dataset(truth, args.level), path)
+    ds = post.to_dataset(truth, args.level)
+    from .report import describe_release
+    ds.attrs["release"] = "; ".join(f"{k}: {v}" for k, v in describe_release(rel).items())
+    atomic_write_netcdf(ds, path)
     print(f"posterior written to {path}")
+    if args.report:
+        from .report import write_report
+        html = write_report(post, out, release=rel, truth=truth, level=args.level)
+        print(f"report written to {html}")
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from .report import write_report
+    src = Path(args.results)
+    html = write_report(src, Path(args.out) if args.out else src.parent)
+    print(f"report written to {html}")
     return 0
 
 
@@ -165,7 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--prior", default="uniform",
                    help="uniform | flat:LOW[,HIGH] | poisson:RATE | negbin:MEAN,DISP")
     a.add_argument("--truth", help="original table (CSV or netCDF) for exact-disclosure risk")
-    a.add_argument("--out", default="riskengine-out", help="output folder (posterior.nc)")
+    a.add_argument("--out", default="riskengine-out",
+                   help="output folder (posterior.nc, report.html and its PNGs)")
+    a.add_argument("--no-report", dest="report", action="store_false",
+                   help="write posterior.nc only, no HTML report and plots")
     a.add_argument("--route", default="auto", help="inference route (auto, structured, enumerate)")
     a.add_argument("--level", type=float, default=0.95, help="credible level")
     a.set_defaults(func=_cmd_assess)
@@ -187,6 +208,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("release")
     c.add_argument("--prior", default="uniform")
     c.set_defaults(func=_cmd_count)
+    r = sub.add_parser("report", help="HTML report + PNG plots of a results netCDF "
+                       "(from assess, compare or simulate)")
+    r.add_argument("results", help="results netCDF (e.g. riskengine-out/posterior.nc)")
+    r.add_argument("--out", help="output folder (default: the folder of RESULTS)")
+    r.set_defaults(func=_cmd_report)
     return p
 
 

@@ -10,6 +10,7 @@ figure by leaving it as the last expression of a cell.
 - :func:`ru_map` the R-U confidentiality map (Duncan et al.) of a ``compare`` result
 - :func:`calibration` claimed ``map_prob`` against the observed ``map_hit`` rate of a
   ``simulate`` result (:func:`calibration_table` gives the numbers)
+- :func:`hit_rates` each cell's observed MAP hit rate with its interval, and its mean claim
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from scipy import stats
 
-__all__ = ["MEASURES", "binomial_interval", "calibration", "calibration_table",
+__all__ = ["MEASURES", "binomial_interval", "calibration", "calibration_table", "hit_rates",
            "posterior_bars", "risk_heatmap", "ru_map"]
 
 #: per-cell measures a heatmap can show, with their colour-bar labels
@@ -319,9 +320,9 @@ def posterior_bars(post, cells=None, *, truth=None, published=None, max_cells: i
     W, H = 2.3 * ncols + 0.6, 1.8 * nrows + 0.5 + top
     fig = Figure(figsize=(W, H))
     # fixed margins (inches), not a layout engine: a grid of many panels lays out 2x faster
-    axes = fig.subplots(nrows, ncols, squeeze=False, gridspec_kw=dict(
-        left=0.62 / W, right=1 - 0.12 / W, bottom=0.5 / H, top=1 - top / H,
-        wspace=0.28, hspace=0.55))
+    axes = fig.subplots(nrows, ncols, squeeze=False, gridspec_kw={
+        "left": 0.62 / W, "right": 1 - 0.12 / W, "bottom": 0.5 / H, "top": 1 - top / H,
+        "wspace": 0.28, "hspace": 0.55})
     labels = {d: _labels(ds, d) for d in dims}
     handles = {}
     for k, ax in enumerate(axes.flat):
@@ -541,4 +542,57 @@ def calibration(sim_ds: xr.Dataset, bins=10, level: float = 0.95) -> Figure:
             edgecolor="white")
     axn.set_ylabel("cells")
     axn.set_xlabel("map_prob")
+    return fig
+
+
+def hit_rates(sim_ds: xr.Dataset, level: float = 0.95, max_cells: int = 60) -> Figure:
+    """Each cell's MAP hit rate over the simulated tables, with its exact binomial
+    interval (Clopper-Pearson at ``level``), beside the cell's mean claimed ``map_prob``.
+
+    Cells in table order; a table of more than ``max_cells`` cells shows the first
+    ``max_cells`` (the title says so).
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr, riskengine as rk
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=(40, 2, 3))
+    >>> ds = xr.Dataset({"map_prob": (("table", "v", "w"), p),
+    ...                  "map_hit": (("table", "v", "w"), rng.uniform(size=p.shape) < p)})
+    >>> len(rk.plots.hit_rates(ds).axes[0].get_xticklabels())
+    6
+    """
+    calibration_table(sim_ds, 1, level)  # validates the input
+    if "table" not in sim_ds["map_prob"].dims:
+        raise ValueError("hit_rates needs the 'table' dim of rk.simulate's output")
+    dims = tuple(d for d in sim_ds["map_prob"].dims if d != "table")
+    p = sim_ds["map_prob"].transpose("table", *dims).values.astype(float)
+    h = sim_ds["map_hit"].transpose("table", *dims).values.astype(float)
+    ok = np.isfinite(p) & np.isfinite(h)
+    n = ok.sum(0).ravel()
+    k = np.where(ok, h, 0.0).sum(0).ravel()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        claimed = np.where(ok, p, 0.0).sum(0).ravel() / n
+        rate = k / n
+    lo, hi = binomial_interval(k, n, level)
+    shape = p.shape[1:]
+    labels = {d: _labels(sim_ds, d) for d in dims}
+    names = ["(" + ", ".join(labels[d][i] for d, i in zip(dims, idx)) + ")"
+             for idx in np.ndindex(*shape)] if dims else ["table"]
+    m = min(len(names), max_cells)
+    x = np.arange(m)
+    fig = Figure(figsize=(min(max(4.0, 0.35 * m + 1.5), 16.0), 4.2), layout="constrained")
+    ax = fig.subplots()
+    ax.errorbar(x, rate[:m], yerr=np.vstack([rate[:m] - lo[:m], hi[:m] - rate[:m]]), fmt="o",
+                color="C0", capsize=3,
+                label=f"observed hit rate, {round(level * 100)}% binomial interval")
+    ax.plot(x, claimed[:m], "x", color="C3", ms=7, label="mean claimed map_prob")
+    ax.set_xticks(x, names[:m], rotation=90 if m > 8 else 0, fontsize=8)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("cell")
+    ax.set_ylabel("Pr(MAP guess = truth)")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8, loc="best")
+    more = f" (first {m} of {len(names)} cells)" if m < len(names) else ""
+    ax.set_title(f"hit rate by cell over {p.shape[0]} tables{more}", fontsize=10)
     return fig

@@ -242,9 +242,10 @@ def _mean_se(a) -> str:
 def _compare(doc: _Doc, ds: xr.Dataset) -> None:
     from . import plots
     names = [str(x) for x in ds["mechanism"].values]
-    doc.add("<h2>Setting</h2>" + _dl([("mechanisms", ", ".join(names)),
-                                       ("draws", ds.sizes.get("draw", "-"))]
-                                      + _attr_pairs(ds)))
+    setting = [("mechanisms", ", ".join(names))]
+    if "draws" not in ds.attrs:
+        setting.append(("draws", ds.sizes.get("draw", "-")))
+    doc.add("<h2>Setting</h2>" + _dl(setting + _attr_pairs(ds)))
     doc.add("<h2>Risk-utility map</h2>")
     doc.figure("ru_map", plots.ru_map(ds),
                "R-U confidentiality map: each mechanism at its mean risk and utility; faint "
@@ -312,6 +313,8 @@ def _simulate(doc: _Doc, ds: xr.Dataset) -> None:
     doc.add('<p class="note">Intervals treat cells as independent trials; cells of one '
             "table are correlated, so read them as a guide.</p>")
     doc.add("<h2>Hit rate by cell</h2>")
+    doc.figure("hit_rates", plots.hit_rates(ds), "each cell's MAP hit rate with its exact 95% "
+               "binomial interval, and the mean claimed map_prob (x)")
     hk, hn = np.nansum(np.where(ok, hit, np.nan), 0), ok.sum(0)
     clo, chi = plots.binomial_interval(hk, hn)
     rows = []

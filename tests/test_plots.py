@@ -323,3 +323,22 @@ def test_calibration_plot_artists(rng):
     assert diag and list(diag[0].get_ydata()) == [0, 1]
     assert [p.get_height() for p in axn.patches] == tab["n"].values.tolist()
     assert ax.get_ylabel() == "observed: map_hit rate"
+
+
+def test_hit_rates_per_cell_against_plain_counts(rng):
+    ds = simulate_ds(rng, n_tables=30, shape=(2, 3))
+    fig = plots.hit_rates(ds)
+    (ax,) = fig.axes
+    (cont,) = ax.containers
+    h, p = ds["map_hit"].values, ds["map_prob"].values
+    pts = cont[0].get_xydata()
+    np.testing.assert_allclose(pts[:, 1], h.reshape(30, -1).mean(0))
+    (claim,) = [ln for ln in ax.lines if ln.get_marker() == "x"]
+    np.testing.assert_allclose(claim.get_ydata(), p.reshape(30, -1).mean(0))
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "(v1, w1)", "(v1, w2)", "(v1, w3)", "(v2, w1)", "(v2, w2)", "(v2, w3)"]
+    (seg,) = cont[2]
+    k, n = h.reshape(30, -1).sum(0), 30
+    lo, hi = plots.binomial_interval(k, n)
+    np.testing.assert_allclose([s[:, 1] for s in seg.get_segments()], np.c_[lo, hi])
+    assert "first 4 of 6 cells" in plots.hit_rates(ds, max_cells=4).axes[0].get_title()

@@ -36,7 +36,7 @@ MEASURES = {
     "mode": "posterior mode",
 }
 _PROBABILITIES = ("max_prob", "prob_exact", "prob_published", "map_prob", "map_hit")
-_MAX_ANNOTATED = 400  # cells; beyond this the numbers are unreadable and are left out
+MAX_ANNOTATED = 400  # cells; beyond this the numbers are unreadable and are left out
 
 
 # --- inputs ----------------------------------------------------------------------------
@@ -165,7 +165,7 @@ def risk_heatmap(obj, published=None, measure: str = "max_prob", *, truth=None,
     h = min(max(1.4, 0.45 * nr + 0.9), 8.0)
     fig = Figure(figsize=(w * fcols + 1.2, h * frows + 0.6), layout="constrained")
     axes = fig.subplots(frows, fcols, squeeze=False)
-    annotate = pub is not None and nr * nc * nf <= _MAX_ANNOTATED
+    annotate = pub is not None and nr * nc * nf <= MAX_ANNOTATED
     im = None
     for f, ax in enumerate(axes.flat):
         if f >= nf:
@@ -193,8 +193,8 @@ def risk_heatmap(obj, published=None, measure: str = "max_prob", *, truth=None,
                             color="white" if dark else "black")
     fig.colorbar(im, ax=axes.ravel().tolist(), label=MEASURES.get(measure, measure),
                  shrink=0.9)
-    what = "published value in each cell" if annotate else "cells"
-    fig.suptitle(f"{measure} by cell ({what})", fontsize=11)
+    what = " (published value in each cell)" if annotate else ""
+    fig.suptitle(f"{measure} by cell{what}", fontsize=11)
     return fig
 
 
@@ -345,6 +345,9 @@ def posterior_bars(post, cells=None, *, truth=None, published=None, max_cells: i
         extra = f"  [{out_mass:.0e} not shown]" if out_mass > 0 else ""
         ax.set_title(name + extra, fontsize=8)
         ax.set_ylim(0, 1.05 * max(float(p.max()), 1e-12))
+        pad = 0.6 + (hi - lo < 3)  # a narrow support still gets integer ticks
+        left = v[lo] - pad if v[lo] < 0 else max(v[lo] - pad, -0.6)  # counts: no ticks < 0
+        ax.set_xlim(left, v[hi - 1] + pad)
         ax.tick_params(labelsize=7)
         ax.xaxis.get_major_locator().set_params(integer=True)
     for k, ax in enumerate(axes.flat):

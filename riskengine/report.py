@@ -188,19 +188,21 @@ def _assess(doc: _Doc, ds: xr.Dataset, post=None, release=None) -> None:
              (f"mean {round(lvl * 100)}% credible-interval width", f"{width.mean():.3f}")]
     doc.add("<h2>Summary</h2>" + _table(["quantity", "value"], nums))
     doc.add("<h2>Risk by cell</h2>")
+    numbers = ("; numbers are the published values" if "published" in ds
+               and mp.size <= plots.MAX_ANNOTATED else "")
     doc.figure("heatmap_max_prob", plots.risk_heatmap(ds, measure="max_prob"),
-               "Pr(mode | release) by cell: how sure the intruder's best guess is; "
-               "numbers are the published values")
+               "Pr(mode | release) by cell: how sure the intruder's best guess is" + numbers)
     if has_true:
         doc.figure("heatmap_prob_exact", plots.risk_heatmap(ds, measure="prob_exact"),
-                   "Pr(true value | release) by cell: exact-disclosure probability")
+                   "Pr(true value | release) by cell: exact-disclosure probability" + numbers)
     doc.add("<h2>Posterior of each cell</h2>")
     if post is not None:
         bars = plots.posterior_bars(post, truth=ds["true"].values if has_true else None)
     else:
         bars = plots.posterior_bars(ds)
-    doc.figure("posterior_bars", bars, "posterior pmf of each original cell; dashed: published "
-               "value" + ("; red: true value" if has_true else ""))
+    doc.figure("posterior_bars", bars, "posterior pmf of each original cell"
+               + ("; dashed: published value" if "published" in ds else "")
+               + ("; red: true value" if has_true else ""))
     doc.add("<h2>Per-cell risk table</h2>")
     header = ["cell", "published", "mode", "Pr(mode)", "Pr(published)"]
     header += ["true", "Pr(true)"] if has_true else []

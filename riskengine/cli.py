@@ -120,6 +120,7 @@ def _cmd_assess(args) -> int:
     atomic_write_netcdf(ds, path)
     print(f"posterior written to {path}")
     if args.report:
+        sys.stdout.flush()  # the text report is out before the plots are drawn
         from .report import write_report
         html = write_report(post, out, release=rel, truth=truth, level=args.level)
         print(f"report written to {html}")

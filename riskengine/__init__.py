@@ -35,4 +35,15 @@ __all__ = [
     "Mechanism", "cycles", "priors",
     "read_table", "read_csv_long", "read_csv_wide", "read_netcdf",
     "compare", "simulate", "generators", "measures",
+    "plots", "write_report",
 ]
+
+
+def __getattr__(name):
+    # plots and reports load matplotlib only when first used (keeps `import riskengine` fast)
+    import importlib
+    if name == "plots":
+        return importlib.import_module(".plots", __name__)
+    if name == "write_report":
+        return importlib.import_module(".report", __name__).write_report
+    raise AttributeError(f"module 'riskengine' has no attribute {name!r}")

@@ -17,7 +17,7 @@ import xarray as xr
 from .table import Table
 
 __all__ = ["read_table", "read_csv_long", "read_csv_wide", "read_netcdf",
-           "atomic_write_text", "atomic_write_netcdf"]
+           "atomic_write_text", "atomic_write_bytes", "atomic_write_netcdf"]
 
 
 def atomic_write_text(path, text: str) -> None:
@@ -27,6 +27,22 @@ def atomic_write_text(path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_bytes(path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        # mkstemp makes 0600 files; give the usual 0644 (or keep the mode of the file replaced)
+        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o644)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

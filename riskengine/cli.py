@@ -1,18 +1,22 @@
 """The ``riskengine`` command.
 
-    riskengine assess [RELEASE.json] [--prior SPEC] [--truth TABLE.csv] [--out DIR]
+    riskengine assess [RELEASE.json] [--prior SPEC] [--truth TABLE.csv] [--out DIR] [--no-report]
+    riskengine report RESULTS.nc [--out DIR]
     riskengine protect TABLE.csv --mechanism cyclic [--design diagonal] [--alpha A] [--beta B]
     riskengine count RELEASE.json [--prior SPEC]
-    riskengine compare [CONFIG.toml] [--out DIR] [--draws N] [--seed S]
+    riskengine compare [CONFIG.toml] [--out DIR] [--draws N] [--seed S] [--no-report]
     riskengine simulate [CONFIG.toml] [--out DIR] [--n-tables N] [--scheduler S] [--seed S]
+                        [--no-report]
 
 ``assess`` with no arguments runs the bundled example of seed 003 (Duncan &
 Roehrig): the published perturbed 4 x 4 table, its diagonal cycle set,
-alpha = beta = 1/4, and the original table as the truth.  ``compare`` and
-``simulate`` read a TOML config (format: ``riskengine._config``; bundled
-examples ``compare_example.toml`` / ``simulate_example.toml`` run when no config
-is given) and write ``compare.nc`` / ``simulate.nc`` into ``--out``.  Bad input: exit
-code 2 and one line on stderr.
+alpha = beta = 1/4, and the original table as the truth.  ``assess`` writes
+``posterior.nc`` and the HTML report (``report.html`` + PNGs) into ``--out``.
+``compare`` and ``simulate`` read a TOML config (format: ``riskengine._config``;
+bundled examples ``compare_example.toml`` / ``simulate_example.toml`` run when no
+config is given) and write ``compare.nc`` / ``simulate.nc`` and the report into
+``--out``.  ``report`` turns any results netCDF (assess, compare, simulate) into
+the report.  Bad input: exit code 2 and one line on stderr.
 """
 
 from __future__ import annotations
@@ -116,8 +120,24 @@ def _cmd_assess(args) -> int:
     print(_risk_report(post, rel, truth, args.level))
     out = Path(args.out)
     path = out / "posterior.nc"
-    atomic_write_netcdf(post.to_dataset(truth, args.level), path)
+    ds = post.to_dataset(truth, args.level)
+    from .report import describe_release
+    ds.attrs["release"] = "; ".join(f"{k}: {v}" for k, v in describe_release(rel).items())
+    atomic_write_netcdf(ds, path)
     print(f"posterior written to {path}")
+    if args.report:
+        sys.stdout.flush()  # the text report is out before the plots are drawn
+        from .report import write_report
+        html = write_report(post, out, release=rel, truth=truth, level=args.level)
+        print(f"report written to {html}")
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from .report import write_report
+    src = Path(args.results)
+    html = write_report(src, Path(args.out) if args.out else src.parent)
+    print(f"report written to {html}")
     return 0
 
 
@@ -160,6 +180,14 @@ def _cmd_count(args) -> int:
     return 0
 
 
+def _maybe_report(args, ds, path) -> None:
+    if getattr(args, "report", True):
+        sys.stdout.flush()
+        from .report import write_report
+        html = write_report(ds, Path(path).parent)
+        print(f"report written to {html}")
+
+
 def _cmd_compare(args) -> int:
     from . import _config
     from .compare import compare
@@ -192,7 +220,7 @@ def _cmd_compare(args) -> int:
     path = Path(args.out) / "compare.nc"
     atomic_write_netcdf(ds, path)
     print(f"results written to {path}")
-    # report hook: PNG/HTML from `ds` (or from `path`) go here
+    _maybe_report(args, ds, path)
     return 0
 
 
@@ -231,7 +259,7 @@ def _cmd_simulate(args) -> int:
     path = Path(args.out) / "simulate.nc"
     atomic_write_netcdf(ds, path)
     print(f"results written to {path}")
-    # report hook: PNG/HTML from `ds` (or from `path`) go here
+    _maybe_report(args, ds, path)
     return 0
 
 
@@ -245,7 +273,10 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--prior", default="uniform",
                    help="uniform | flat:LOW[,HIGH] | poisson:RATE | negbin:MEAN,DISP")
     a.add_argument("--truth", help="original table (CSV or netCDF) for exact-disclosure risk")
-    a.add_argument("--out", default="riskengine-out", help="output folder (posterior.nc)")
+    a.add_argument("--out", default="riskengine-out",
+                   help="output folder (posterior.nc, report.html and its PNGs)")
+    a.add_argument("--no-report", dest="report", action="store_false",
+                   help="write posterior.nc only, no HTML report and plots")
     a.add_argument("--route", default="auto", help="inference route (auto, structured, enumerate)")
     a.add_argument("--level", type=float, default=0.95, help="credible level")
     a.set_defaults(func=_cmd_assess)
@@ -269,17 +300,26 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_cmd_count)
     cp = sub.add_parser("compare", help="risk and utility of several mechanisms on one table")
     cp.add_argument("config", nargs="?", help="TOML config (default: bundled compare_example)")
-    cp.add_argument("--out", default="riskengine-out", help="output folder (compare.nc)")
+    cp.add_argument("--out", default="riskengine-out", help="output folder (compare.nc, report.html + PNGs)")
     cp.add_argument("--draws", type=int, help="override the config's draws")
     cp.add_argument("--seed", type=int, help="override the config's seed")
+    cp.add_argument("--no-report", dest="report", action="store_false",
+                    help="write the netCDF only, no HTML report and plots")
     cp.set_defaults(func=_cmd_compare)
     sm = sub.add_parser("simulate", help="intruder simulation: protect and attack many tables")
     sm.add_argument("config", nargs="?", help="TOML config (default: bundled simulate_example)")
-    sm.add_argument("--out", default="riskengine-out", help="output folder (simulate.nc)")
+    sm.add_argument("--out", default="riskengine-out", help="output folder (simulate.nc, report.html + PNGs)")
     sm.add_argument("--n-tables", type=int, help="override the config's n_tables")
     sm.add_argument("--scheduler", help="serial | dask | tcp://host:port (overrides config)")
     sm.add_argument("--seed", type=int, help="override the config's seed")
+    sm.add_argument("--no-report", dest="report", action="store_false",
+                    help="write the netCDF only, no HTML report and plots")
     sm.set_defaults(func=_cmd_simulate)
+    r = sub.add_parser("report", help="HTML report + PNG plots of a results netCDF "
+                       "(from assess, compare or simulate)")
+    r.add_argument("results", help="results netCDF (e.g. riskengine-out/posterior.nc)")
+    r.add_argument("--out", help="output folder (default: the folder of RESULTS)")
+    r.set_defaults(func=_cmd_report)
     return p
 
 

@@ -203,7 +203,7 @@ def compare(table, mechanisms: dict, intruder=None, user=None, draws: int = 20,
         "true": (table.dims, truth, {"definition": "the original table"}),
     }
     return xr.Dataset(data, coords=coords, attrs={
-        "riskengine": "compare",
+        "riskengine_kind": "compare",
         "intruder": intruder.describe(),
         "user": user.describe(),
         "draws": draws,

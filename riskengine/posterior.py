@@ -187,6 +187,7 @@ class Posterior:
         """Summary plus the dense pmf, ready for ``to_netcdf``."""
         ds = self.summary(truth, level)
         ds["pmf"] = self.pmf
+        ds.attrs["riskengine_kind"] = "assess"  # what riskengine.report reads it as
         return ds
 
     def __repr__(self) -> str:

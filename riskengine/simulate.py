@@ -227,7 +227,7 @@ def _assemble(rows, job) -> xr.Dataset:
     data["log_evidence"] = (("table",), stack("log_evidence"),
                             {"definition": "log sum over candidates of prior x likelihood"})
     return xr.Dataset(data, coords={"table": np.arange(len(rows)), **coords}, attrs={
-        "riskengine": "simulate",
+        "riskengine_kind": "simulate",
         "generator": _describe(job.generator),
         "mechanism": _describe(job.mechanism),
         "intruder_mechanism": _describe(job.assumed if job.assumed is not None

@@ -49,7 +49,7 @@ def test_schema(ds):
     assert ds["true"].dims == ("v", "w") and np.array_equal(ds["true"].values, T3.values)
     for v in ds.data_vars:
         assert ds[v].attrs["definition"], v
-    assert ds.attrs["riskengine"] == "compare" and ds.attrs["draws"] == 4
+    assert ds.attrs["riskengine_kind"] == "compare" and ds.attrs["draws"] == 4
     assert ds.attrs["intruder"] == "Uniform()" and ds.attrs["user"] == "Poisson(rate=2.5)"
     assert ds["description"].sel(mechanism="bootstrap").item().startswith("Bootstrap(")
     # summaries are what their definitions say

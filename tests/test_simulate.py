@@ -48,7 +48,7 @@ def test_schema_and_reference(small):
         assert ds[v].dims == ("table", "v", "w"), v
         assert ds[v].attrs["definition"]
     assert ds["n_candidates"].dims == ("table",) and ds["log_evidence"].dims == ("table",)
-    assert ds.attrs["riskengine"] == "simulate" and ds.attrs["prior"] == "Poisson(rate=3.0)"
+    assert ds.attrs["riskengine_kind"] == "simulate" and ds.attrs["prior"] == "Poisson(rate=3.0)"
     assert ds.attrs["mechanism"] == ds.attrs["intruder_mechanism"]
     assert bool(((ds["map_value"] == ds["true"]) == ds["map_hit"]).all())
     ent = int(ds.attrs["seed_entropy"])

@@ -1,0 +1,427 @@
+"""Self-contained HTML reports for the three uses: assess, compare, simulate.
+
+:func:`write_report` takes a result (an :class:`~riskengine.Posterior`, a result
+``xarray.Dataset`` or the path of its netCDF file) and writes ``report.html``
+plus each plot as a PNG into a folder.  The HTML needs nothing else: images are
+embedded as ``data:image/png;base64`` URIs, the style is inline, there is no
+script and no external reference, so the file can be mailed or archived alone.
+
+Which report a dataset gets is read from ``attrs["riskengine_kind"]``
+(``"assess"``, ``"compare"`` or ``"simulate"``); without it the kind is
+recognised from the variables (``pmf`` -> assess, ``risk``/``utility`` over
+``mechanism`` -> compare, ``map_hit`` over ``table`` -> simulate).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from ._io import atomic_write_bytes
+
+__all__ = ["KINDS", "KIND_ATTR", "describe_release", "render_report", "write_report"]
+
+#: the dataset attribute that says which kind of result a dataset is
+KIND_ATTR = "riskengine_kind"
+KINDS = ("assess", "compare", "simulate")
+_MAX_ROWS = 200  # per-cell tables longer than this show the riskiest rows only
+
+_CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #222;
+       max-width: 1150px; margin: 2em auto; padding: 0 1em; line-height: 1.45; }
+h1 { font-size: 1.6em; border-bottom: 2px solid #c0392b; padding-bottom: .2em; }
+h2 { font-size: 1.25em; margin-top: 1.8em; color: #333; }
+table { border-collapse: collapse; margin: .6em 0 1.2em; font-size: .9em; }
+th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: right; }
+th { background: #f3f3f3; }
+td.l, th.l { text-align: left; }
+dl { display: grid; grid-template-columns: max-content auto; gap: .2em 1.2em; }
+dt { font-weight: 600; } dd { margin: 0; font-family: monospace; white-space: pre-wrap; }
+figure { margin: 1em 0; } figcaption { font-size: .9em; color: #555; }
+img { max-width: 100%; height: auto; border: 1px solid #eee; }
+p.note { font-size: .9em; color: #555; }
+footer { margin-top: 3em; font-size: .8em; color: #777; }
+"""
+
+
+# --- small HTML helpers ----------------------------------------------------------------
+def _e(x) -> str:
+    return html.escape(str(x), quote=True)
+
+
+_LEFT = ' class="l"'
+
+
+def _table(header, rows, left=1) -> str:
+    def cells(tag, row):
+        return "".join(f"<{tag}{_LEFT if i < left else ''}>{_e(c)}</{tag}>"
+                       for i, c in enumerate(row))
+    body = "".join(f"<tr>{cells('td', r)}</tr>" for r in rows)
+    return f"<table><thead><tr>{cells('th', header)}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _dl(pairs) -> str:
+    return "<dl>" + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in pairs) + "</dl>"
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return buf.getvalue()
+
+
+class _Doc:
+    """HTML body parts plus the PNGs they embed."""
+
+    def __init__(self, title: str):
+        self.title = title
+        self.parts: list[str] = []
+        self.images: dict[str, bytes] = {}
+
+    def add(self, s: str) -> None:
+        self.parts.append(s)
+
+    def figure(self, name: str, fig, caption: str) -> None:
+        data = _png(fig)
+        self.images[f"{name}.png"] = data
+        uri = "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+        self.add(f'<figure><img src="{uri}" alt="{_e(caption)}">'
+                 f"<figcaption>{_e(caption)} ({_e(name)}.png)</figcaption></figure>")
+
+    def html(self) -> str:
+        from . import __version__
+        return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                f"<title>{_e(self.title)}</title><style>{_CSS}</style></head><body>"
+                f"<h1>{_e(self.title)}</h1>" + "".join(self.parts)
+                + f"<footer>riskengine {_e(__version__)}</footer></body></html>\n")
+
+
+# --- shared pieces ---------------------------------------------------------------------
+def _num(x, digits: int = 4) -> str:
+    x = float(x)
+    if np.isnan(x):
+        return "-"
+    return f"{int(x)}" if x == int(x) and abs(x) < 1e15 else f"{x:.{digits}g}"
+
+
+def _cell_name(ds, dims, idx) -> str:
+    return "(" + ", ".join(str(ds[d].values[i]) if d in ds.coords else str(i)
+                           for d, i in zip(dims, idx)) + ")"
+
+
+def _attr_pairs(ds: xr.Dataset, skip=()) -> list:
+    return [(k, v) for k, v in ds.attrs.items() if k not in (KIND_ATTR, *skip)]
+
+
+def describe_release(release) -> dict:
+    """What a release publishes, in words: ``{field: text}`` (table, published, totals,
+    mechanism)."""
+    from .release import Release
+    if not isinstance(release, Release):
+        raise TypeError(f"release must be an rk.Release, got {type(release).__name__}")
+    dims = " x ".join(f"{d} ({n})" for d, n in zip(release.dims, release.shape))
+    out = {"table": f"{release.kind} table, {dims}"}
+    if release.published is None:
+        out["published"] = "totals only (no interior cell)"
+    else:
+        pub = np.asarray(release.published, dtype=float)
+        ns = int(np.isnan(pub).sum())
+        out["published"] = (f"all {pub.size} interior cells" if ns == 0 else
+                            f"{pub.size - ns} of {pub.size} interior cells ({ns} suppressed)")
+    tot = ["grand total" if not k else "by " + " x ".join(k) for k in release.margins]
+    out["published totals"] = ", ".join(tot) if tot else "none"
+    out["mechanism"] = release.mechanism.describe()
+    return out
+
+
+def _kind(ds: xr.Dataset) -> str:
+    k = ds.attrs.get(KIND_ATTR)
+    if k is not None:
+        if k not in KINDS:
+            raise ValueError(f"attrs[{KIND_ATTR!r}] is {k!r}; known kinds: {', '.join(KINDS)}")
+        return str(k)
+    if "pmf" in ds and "max_prob" in ds:
+        return "assess"
+    if "mechanism" in ds.dims and "risk" in ds and "utility" in ds:
+        return "compare"
+    if "table" in ds.dims and "map_hit" in ds:
+        return "simulate"
+    raise ValueError(f"cannot tell which riskengine result this is: no attrs[{KIND_ATTR!r}] and "
+                     f"variables {sorted(ds.data_vars)} fit none of {', '.join(KINDS)}")
+
+
+# --- assess ----------------------------------------------------------------------------
+def _assess(doc: _Doc, ds: xr.Dataset, post=None, release=None) -> None:
+    from . import plots
+    dims = tuple(ds["max_prob"].dims)
+    shape = tuple(ds.sizes[d] for d in dims)
+    has_true = "true" in ds and "prob_exact" in ds
+    info = describe_release(release) if release is not None else {}
+    if not info and "release" in ds.attrs:
+        info = {"release": ds.attrs["release"]}
+    info.setdefault("mechanism", ds.attrs.get("mechanism", "unknown"))
+    info["intruder prior"] = ds.attrs.get("prior", "unknown")
+    info["inference"] = f"{ds.attrs.get('method', '?')} (route {ds.attrs.get('route', '?')})"
+    doc.add("<h2>Release</h2>" + _dl(info.items()))
+    mp = ds["max_prob"].transpose(*dims).values
+    lvl = float(ds.attrs.get("level", 0.95))
+    width = (ds["upper"] - ds["lower"]).transpose(*dims).values
+    top = np.unravel_index(int(np.argmax(mp)), shape)
+    nums = [("cells", f"{mp.size} ({' x '.join(str(s) for s in shape)})"),
+            ("candidate original tables", ds.attrs.get("n_candidates", "unknown")),
+            ("log evidence", _num(ds.attrs.get("log_evidence", np.nan), 8))]
+    if has_true:
+        pe = ds["prob_exact"].transpose(*dims).values
+        nums += [("expected exactly disclosed cells, sum of Pr(true value)",
+                  f"{pe.sum():.3f} of {pe.size}"),
+                 ("cells with Pr(true value) >= 0.5", int((pe >= 0.5).sum())),
+                 ("largest Pr(true value)", f"{pe.max():.3f} at " + _cell_name(
+                     ds, dims, np.unravel_index(int(np.argmax(pe)), shape)))]
+    nums += [("intruder's expected number of correct guesses (sum of Pr(mode))",
+              f"{mp.sum():.3f} of {mp.size}"),
+             ("largest Pr(mode)", f"{mp.max():.3f} at {_cell_name(ds, dims, top)}"),
+             (f"mean {round(lvl * 100)}% credible-interval width", f"{width.mean():.3f}")]
+    doc.add("<h2>Summary</h2>" + _table(["quantity", "value"], nums))
+    doc.add("<h2>Risk by cell</h2>")
+    numbers = ("; numbers are the published values" if "published" in ds
+               and mp.size <= plots.MAX_ANNOTATED else "")
+    doc.figure("heatmap_max_prob", plots.risk_heatmap(ds, measure="max_prob"),
+               "Pr(mode | release) by cell: how sure the intruder's best guess is" + numbers)
+    if has_true:
+        doc.figure("heatmap_prob_exact", plots.risk_heatmap(ds, measure="prob_exact"),
+                   "Pr(true value | release) by cell: exact-disclosure probability" + numbers)
+    doc.add("<h2>Posterior of each cell</h2>")
+    if post is not None:
+        bars = plots.posterior_bars(post, truth=ds["true"].values if has_true else None)
+    else:
+        bars = plots.posterior_bars(ds)
+    doc.figure("posterior_bars", bars, "posterior pmf of each original cell"
+               + ("; dashed: published value" if "published" in ds else "")
+               + ("; red: true value" if has_true else ""))
+    doc.add("<h2>Per-cell risk table</h2>")
+    header = ["cell", "published", "mode", "Pr(mode)", "Pr(published)"]
+    header += ["true", "Pr(true)"] if has_true else []
+    header += [f"{round(lvl * 100)}% interval"]
+    key = ds["prob_exact" if has_true else "max_prob"].transpose(*dims).values.ravel()
+    order = list(range(key.size))
+    if key.size > _MAX_ROWS:
+        order = sorted(np.argsort(-key, kind="stable")[:_MAX_ROWS].tolist())
+        doc.add(f'<p class="note">{_MAX_ROWS} of {key.size} cells: those with the largest '
+                f'{"Pr(true)" if has_true else "Pr(mode)"}.</p>')
+    rows = []
+    arrs = {name: ds[name].transpose(*dims).values for name in ds.data_vars
+            if ds[name].dims and set(ds[name].dims) == set(dims)}
+    for k in order:
+        idx = np.unravel_index(k, shape)
+
+        def v(name, idx=idx):
+            return arrs[name][idx]
+        r = [_cell_name(ds, dims, idx), _num(v("published")) if "published" in ds else "-",
+             _num(v("mode")), f"{v('max_prob'):.3f}", _num(v("prob_published"), 3)]
+        if has_true:
+            r += [_num(v("true")), f"{v('prob_exact'):.3f}"]
+        r.append(f"[{_num(v('lower'))}, {_num(v('upper'))}]")
+        rows.append(r)
+    doc.add(_table(header, rows))
+
+
+# --- compare ---------------------------------------------------------------------------
+def _mean_se(a) -> str:
+    a = np.asarray(a, dtype=float)
+    a = a[np.isfinite(a)]
+    if a.size == 0:
+        return "-"
+    if a.size == 1:
+        return f"{a[0]:.4g}"
+    return f"{a.mean():.4g} ± {a.std(ddof=1) / np.sqrt(a.size):.2g}"
+
+
+def _compare(doc: _Doc, ds: xr.Dataset) -> None:
+    from . import plots
+    names = [str(x) for x in ds["mechanism"].values]
+    setting = [("mechanisms", ", ".join(names))]
+    if "draws" not in ds.attrs:
+        setting.append(("draws", ds.sizes.get("draw", "-")))
+    doc.add("<h2>Setting</h2>" + _dl(setting + _attr_pairs(ds)))
+    doc.add("<h2>Risk-utility map</h2>")
+    doc.figure("ru_map", plots.ru_map(ds),
+               "R-U confidentiality map: each mechanism at its mean risk and utility; faint "
+               "points are single draws, bars 1.96 standard errors over draws")
+    per_draw = [v for v in ds.data_vars if ds[v].dims in (("mechanism", "draw"),
+                                                           ("draw", "mechanism"))]
+    per_mech = [v for v in ds.data_vars if ds[v].dims == ("mechanism",)]
+    cols = per_mech + [v for v in per_draw if v not in ("risk_draw", "utility_draw")]
+    header = ["mechanism"] + [f"{c} (mean ± SE)" if c in per_draw else c for c in cols]
+    rows = []
+    for i, _ in enumerate(names):
+        r = [names[i]]
+        for c in cols:
+            if c in per_draw:
+                r.append(_mean_se(ds[c].transpose("mechanism", "draw").values[i]))
+            else:
+                r.append(_num(ds[c].values[i], 4))
+        rows.append(r)
+    doc.add("<h2>Measures by mechanism</h2>" + _table(header, rows))
+    defs = [(v, ds[v].attrs.get("definition") or ds[v].attrs.get("description"))
+            for v in ds.data_vars]
+    defs = [(k, d) for k, d in defs if d]
+    if defs:
+        doc.add('<h2>Definitions</h2><p class="note">Higher utility is better; lower risk is '
+                "better. SE: standard error of the mean over draws.</p>" + _dl(defs))
+
+
+# --- simulate --------------------------------------------------------------------------
+def _simulate(doc: _Doc, ds: xr.Dataset) -> None:
+    from . import plots
+    dims = tuple(d for d in ds["map_prob"].dims if d != "table")
+    ntab = ds.sizes["table"]
+    hit = ds["map_hit"].transpose("table", *dims).values.astype(float)
+    mp = ds["map_prob"].transpose("table", *dims).values.astype(float)
+    ok = np.isfinite(hit) & np.isfinite(mp)
+    k, n = hit[ok].sum(), ok.sum()
+    lo, hi = plots.binomial_interval(k, n)
+    doc.add("<h2>Setting</h2>" + _dl([("tables", ntab),
+                                       ("cells per table", int(np.prod(hit.shape[1:])))]
+                                      + _attr_pairs(ds)))
+    nums = [("cells (table x cell)", int(n)),
+            ("MAP hit rate (intruder's best guess equals the truth)",
+             f"{k / n:.4f}  [95% CI {float(lo):.4f}, {float(hi):.4f}]"),
+            ("mean claimed Pr(MAP), map_prob", f"{mp[ok].mean():.4f}")]
+    if "prob_exact" in ds:
+        nums.append(("mean Pr(true value), prob_exact",
+                     f"{np.nanmean(ds['prob_exact'].values.astype(float)):.4f}"))
+    if "n_candidates" in ds:
+        nc = np.asarray(ds["n_candidates"].values, dtype=float)
+        nums.append(("candidate tables per release: median [min, max]",
+                     f"{np.nanmedian(nc):.4g} [{np.nanmin(nc):.4g}, {np.nanmax(nc):.4g}]"))
+    doc.add("<h2>Summary</h2>" + _table(["quantity", "value"], nums))
+    doc.add("<h2>Calibration</h2>")
+    doc.figure("calibration", plots.calibration(ds),
+               "claimed Pr(MAP) against the observed hit rate, per bin; bars are exact 95% "
+               "binomial intervals, n the number of cells in the bin")
+    tab = plots.calibration_table(ds)
+    rows = [[f"[{tab['lower'].values[b]:.2f}, {tab['upper'].values[b]:.2f}]",
+             int(tab["n"].values[b]), _num(tab["claimed"].values[b], 4),
+             _num(tab["observed"].values[b], 4),
+             f"[{tab['ci_low'].values[b]:.3f}, {tab['ci_high'].values[b]:.3f}]"]
+            for b in range(tab.sizes["bin"]) if tab["n"].values[b] > 0]
+    doc.add(_table(["map_prob bin", "cells", "mean claimed", "observed hit rate", "95% CI"],
+                   rows))
+    doc.add('<p class="note">Intervals treat cells as independent trials; cells of one '
+            "table are correlated, so read them as a guide.</p>")
+    doc.add("<h2>Hit rate by cell</h2>")
+    doc.figure("hit_rates", plots.hit_rates(ds), "each cell's MAP hit rate with its exact 95% "
+               "binomial interval, and the mean claimed map_prob (x)")
+    hk, hn = np.nansum(np.where(ok, hit, np.nan), 0), ok.sum(0)
+    clo, chi = plots.binomial_interval(hk, hn)
+    rows = []
+    for idx in list(np.ndindex(*hit.shape[1:]))[:_MAX_ROWS]:
+        m = ok[(slice(None), *idx)]
+        r = [_cell_name(ds, dims, idx), int(hn[idx]),
+             _num(mp[(slice(None), *idx)][m].mean() if m.any() else np.nan, 4),
+             _num(hk[idx] / hn[idx] if hn[idx] else np.nan, 4),
+             f"[{clo[idx]:.3f}, {chi[idx]:.3f}]"]
+        rows.append(r)
+    if hit[0].size > _MAX_ROWS:
+        doc.add(f'<p class="note">first {_MAX_ROWS} of {hit[0].size} cells.</p>')
+    doc.add(_table(["cell", "tables", "mean claimed", "hit rate", "95% CI"], rows))
+
+
+# --- entry points ----------------------------------------------------------------------
+def _load(obj, truth, level):
+    """(kind, dataset, posterior or None)."""
+    from .posterior import Posterior
+    if isinstance(obj, Posterior):
+        return "assess", obj.to_dataset(truth, level), obj
+    if truth is not None:
+        raise ValueError("truth= is only used with a Posterior")
+    if isinstance(obj, (str, Path)):
+        path = Path(obj)
+        if not path.exists():
+            raise FileNotFoundError(f"no such file: {path}")
+        try:
+            with xr.open_dataset(path) as f:
+                ds = f.load()
+        except (ValueError, OSError, TypeError) as exc:
+            raise ValueError(f"{path}: cannot read it as netCDF ({exc})") from None
+        return _kind(ds), ds, None
+    if isinstance(obj, xr.Dataset):
+        return _kind(obj), obj, None
+    raise TypeError("write_report needs an rk.Posterior, a result xarray.Dataset or the path "
+                    f"of its netCDF file, got {type(obj).__name__}")
+
+
+_TITLES = {"assess": "Disclosure-risk assessment of a release",
+           "compare": "Comparison of protection mechanisms: risk and utility",
+           "simulate": "Intruder simulation study"}
+
+
+def render_report(obj, *, release=None, truth=None, level: float = 0.95,
+                  title: str | None = None) -> tuple[str, dict]:
+    """The report's HTML text and its images ``{file name: PNG bytes}``, without writing.
+
+    Arguments as for :func:`write_report`.
+    """
+    kind, ds, post = _load(obj, truth, level)
+    if release is not None and kind != "assess":
+        raise ValueError(f"release= is only used for an assess report, this is a {kind} result")
+    doc = _Doc(title or _TITLES[kind])
+    if kind == "assess":
+        _assess(doc, ds, post, release)
+    elif kind == "compare":
+        _compare(doc, ds)
+    else:
+        _simulate(doc, ds)
+    return doc.html(), doc.images
+
+
+def write_report(obj, out_dir, *, release=None, truth=None, level: float = 0.95,
+                 title: str | None = None) -> Path:
+    """Write a self-contained HTML report and its plots as PNG files.
+
+    Parameters
+    ----------
+    obj : rk.Posterior, xarray.Dataset, str or Path
+        A posterior (assess report), a result dataset of ``Posterior.to_dataset``,
+        ``rk.compare`` or ``rk.simulate``, or the path of such a dataset's netCDF
+        file.  Datasets are dispatched on ``attrs["riskengine_kind"]``.
+    out_dir : str or Path
+        Folder to write ``report.html`` and the PNGs into (created if needed;
+        files of the same names are replaced).
+    release : rk.Release, optional
+        The release a posterior came from, described at the top of an assess report.
+    truth : table, optional
+        The original table, for exact-disclosure risk (a Posterior only).
+    level : float
+        Credible level of the intervals (a Posterior only).
+    title : str, optional
+        Report title.
+
+    Returns
+    -------
+    Path
+        The ``report.html`` written.  Every file is written atomically, the HTML last.
+
+    Examples
+    --------
+    >>> import numpy as np, riskengine as rk, tempfile
+    >>> mech = rk.CyclicPerturbation(cycles=rk.cycles.diagonal(3), alpha=0.25, beta=0.25)
+    >>> rel = rk.Release(np.array([[3, 1, 2], [2, 4, 1], [1, 2, 5]]), mechanism=mech)
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = rk.write_report(rk.posterior(rel), d, release=rel)
+    ...     sorted(p.name for p in path.parent.iterdir())
+    ['heatmap_max_prob.png', 'posterior_bars.png', 'report.html']
+    """
+    text, images = render_report(obj, release=release, truth=truth, level=level, title=title)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"out_dir {str(out)!r} exists and is not a folder")
+    for name, data in images.items():
+        atomic_write_bytes(out / name, data)
+    atomic_write_bytes(out / "report.html", text.encode("utf-8"))
+    return out / "report.html"

@@ -20,34 +20,38 @@ __all__ = ["read_table", "read_csv_long", "read_csv_wide", "read_netcdf",
            "atomic_write_text", "atomic_write_bytes", "atomic_write_netcdf"]
 
 
-def atomic_write_text(path, text: str) -> None:
+def _write_atomically(path, write) -> None:
+    """``write(tmp_path)`` into a temporary file beside ``path``, then rename it into place.
+
+    The file gets the mode of the file it replaces, or the usual 0644 (``mkstemp``
+    alone would leave 0600).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_bytes(path, data: bytes) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        # mkstemp makes 0600 files; give the usual 0644 (or keep the mode of the file replaced)
+        write(tmp)
         os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o644)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def atomic_write_text(path, text: str) -> None:
+    def write(tmp):
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    _write_atomically(path, write)
+
+
+def atomic_write_bytes(path, data: bytes) -> None:
+    def write(tmp):
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+    _write_atomically(path, write)
 
 
 def atomic_write_netcdf(ds: xr.Dataset, path) -> None:
@@ -73,15 +77,7 @@ def atomic_write_netcdf(ds: xr.Dataset, path) -> None:
                 obj.attrs[k] = "None"
             elif isinstance(v, int) and abs(v) >= 2 ** 31:
                 obj.attrs[k] = str(v)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        ds.to_netcdf(tmp, engine="scipy")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    _write_atomically(path, lambda tmp: ds.to_netcdf(tmp, engine="scipy"))
 
 
 def _read_rows(path):

@@ -16,11 +16,12 @@ probabilities and utility.  It also implements the protection methods.
 ('v', 'w', 'value')
 """
 
-from . import cycles, priors
+from . import cycles, priors, sensitivity
 from ._io import read_csv_long, read_csv_wide, read_netcdf, read_table
 from .mechanisms import (BinomialPerturbation, Bootstrap, ControlledRounding, CyclicPerturbation, MarginsOnly, Mechanism,
                          frechet_bounds)
 from .posterior import Posterior, count_candidates, posterior
+from .contributions import Contributions, contributions
 from .release import Release
 from .table import Table
 
@@ -32,4 +33,5 @@ __all__ = [
     "Bootstrap", "BinomialPerturbation",
     "Mechanism", "cycles", "priors",
     "read_table", "read_csv_long", "read_csv_wide", "read_netcdf",
+    "sensitivity", "contributions", "Contributions",
 ]

@@ -17,11 +17,11 @@ probabilities and utility.  It also implements the protection methods.
 """
 
 from . import cycles, priors, sensitivity
+from .contributions import Contributions, contributions
 from ._io import read_csv_long, read_csv_wide, read_netcdf, read_table
 from .mechanisms import (BinomialPerturbation, Bootstrap, ControlledRounding, CyclicPerturbation, MarginsOnly, Mechanism,
                          frechet_bounds)
 from .posterior import Posterior, count_candidates, posterior
-from .contributions import Contributions, contributions
 from .release import Release
 from .table import Table
 

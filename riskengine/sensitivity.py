@@ -36,8 +36,19 @@ import numbers
 import numpy as np
 import xarray as xr
 
-__all__ = ["Rule", "Dominance", "PPercent", "PQ", "Sum", "Max", "nk_dominance", "p_percent",
-           "pq", "protection", "assess"]
+__all__ = [
+    "PQ",
+    "Dominance",
+    "Max",
+    "PPercent",
+    "Rule",
+    "Sum",
+    "assess",
+    "nk_dominance",
+    "p_percent",
+    "pq",
+    "protection",
+]
 
 
 class Rule:

@@ -18,9 +18,12 @@ probabilities and utility.  It also implements the protection methods.
 
 from . import cycles, priors, sensitivity
 from .contributions import Contributions, contributions
+from .cta import CTAResult, cta
+from .cta_bivariate import cta_bivariate
 from ._io import read_csv_long, read_csv_wide, read_netcdf, read_table
 from .mechanisms import (BinomialPerturbation, Bootstrap, ControlledRounding, CyclicPerturbation, MarginsOnly, Mechanism,
                          frechet_bounds)
+from .mechanisms import ControlledTabularAdjustment
 from .posterior import Posterior, count_candidates, posterior
 from .release import Release
 from .table import Table
@@ -34,4 +37,5 @@ __all__ = [
     "Mechanism", "cycles", "priors",
     "read_table", "read_csv_long", "read_csv_wide", "read_netcdf",
     "sensitivity", "contributions", "Contributions",
+    "cta", "cta_bivariate", "CTAResult", "ControlledTabularAdjustment",
 ]

@@ -30,7 +30,10 @@ or a mask):
 ``directions="ordering"`` is the ordering heuristic of Dandekar and Cox (seed 002 §4):
 sensitive cells sorted by value, largest first, directions alternating down, up,
 down, ... (a cell whose value is below its protection goes up and the alternation
-continues), then the LP with the directions fixed.
+continues), then the LP with the directions fixed.  ``directions`` may also be an
+array of +1 (up) / -1 (down) on the sensitive cells (interior-shaped or one per system
+cell): the LP with those directions (seed 000: "assume the down/up decisions have
+already been made").
 """
 
 from __future__ import annotations
@@ -108,7 +111,8 @@ def cta(table, sensitive, protection=None, capacity=None, objective: str = "abs"
         of each cell's value" for totals too); or one per system cell; or a scalar.
     objective : {"abs", "relative"}
     preserve : sequence of {"mean", "variance"}
-    directions : {"milp", "ordering"}
+    directions : {"milp", "ordering"} or array-like of +1/-1
+        MILP, ordering heuristic, or given directions of the sensitive cells.
     over : {"interior", "sensitive", "all"} or array-like of bool
         The cells over which ``preserve`` holds.
     epsilon : float
@@ -143,7 +147,17 @@ def cta(table, sensitive, protection=None, capacity=None, objective: str = "abs"
     prep = _prepare(table, sensitive, protection, capacity, objective, preserve, directions,
                     over, epsilon, upper)
     extra = _quality_rows(prep, preserve, epsilon)
-    fixed = (_ordering(prep.a, prep.p, prep.u, prep.sens) if directions == "ordering" else None)
+    if isinstance(directions, str):
+        fixed = (_ordering(prep.a, prep.p, prep.u, prep.sens) if directions == "ordering"
+                 else None)
+    else:
+        fixed = _cells(directions, prep.system, "directions", fill=0.0)
+        bad = prep.sens & ~np.isin(fixed, (-1.0, 1.0))
+        if bad.any():
+            raise ValueError(f"directions must be +1 or -1 on every sensitive cell, got "
+                             f"{fixed[bad][0]:g} at {prep.system.labels()[int(np.argmax(bad))]}")
+        fixed = np.where(prep.sens, fixed, 0).astype(np.int64)
+        directions = "given"
     y, dirs, _, status, gap = _solve(prep, extra, fixed, time_limit, mip_rel_gap)
     mech = ControlledTabularAdjustment(rule=rule, objective=prep.objective, preserve=preserve,
                                        over=prep.over_name, directions=directions,
@@ -175,7 +189,8 @@ def _prepare(table, sensitive, protection, capacity, objective, preserve, direct
     if not isinstance(table, Table):
         table = Table(table)
     objective = _choice(objective, "objective", OBJECTIVES)
-    _choice(directions, "directions", DIRECTIONS)
+    if isinstance(directions, str):
+        _choice(directions, "directions", DIRECTIONS)
     for q in preserve:
         _choice(q, "preserve", PRESERVE)
     eps = float(epsilon)

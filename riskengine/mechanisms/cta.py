@@ -26,6 +26,7 @@ from . import Mechanism, register
 
 OBJECTIVES = ("abs", "relative")
 DIRECTIONS = ("milp", "ordering")
+_DIRECTIONS_RELEASE = DIRECTIONS + ("given",)
 PRESERVE = ("mean", "variance")
 OVER = ("interior", "sensitive", "all")
 
@@ -42,7 +43,7 @@ class ControlledTabularAdjustment(Mechanism):
     preserve : sequence of {"mean", "variance"}
     over : {"interior", "sensitive", "all"}
         The cells over which ``preserve`` holds (``"custom"`` when a mask was used).
-    directions : {"milp", "ordering"}
+    directions : {"milp", "ordering", "given"}
     epsilon : float
         Bound on ``|L(y)|`` when ``"variance"`` is preserved.
 
@@ -65,7 +66,7 @@ class ControlledTabularAdjustment(Mechanism):
             preserve = (preserve,)
         self.preserve = tuple(V.choice(p, "preserve", PRESERVE) for p in preserve)
         self.over = V.choice(over, "over", OVER + ("custom",))
-        self.directions = V.choice(directions, "directions", DIRECTIONS)
+        self.directions = V.choice(directions, "directions", _DIRECTIONS_RELEASE)
         eps = float(epsilon)
         if not (np.isfinite(eps) and eps >= 0):
             raise ValueError(f"epsilon must be a finite number >= 0, got epsilon={epsilon!r}")
@@ -80,6 +81,9 @@ class ControlledTabularAdjustment(Mechanism):
         from ..cta import cta
         if self.over == "custom":
             raise ValueError("over='custom' describes a release; protect with rk.cta(over=mask)")
+        if self.directions == "given":
+            raise ValueError("directions='given' describes a release; protect with "
+                             "rk.cta(directions=array)")
         return cta(table, sensitive, protection, capacity, objective=self.objective,
                    preserve=self.preserve, over=self.over, directions=self.directions,
                    epsilon=self.epsilon, upper=upper, rule=self.rule).release

@@ -129,7 +129,7 @@ def main() -> str:
             "|---" * 13 + "|"]
     best = None
     for name, kw in variants:
-        r, sec, err = run(t, sens, prot, cap, **kw)
+        r, sec, _err = run(t, sens, prot, cap, **kw)
         if r is None:
             out.append(f"| {name} | infeasible | | | {sec:.2f} |" + " |" * 8)
             continue

@@ -78,6 +78,8 @@ def cta_bivariate(table_a, table_b, sensitive_a, protection_a, capacity_a, sensi
     True
     """
     preserve = _preserve(preserve)
+    if not isinstance(directions, str) or directions not in ("milp", "ordering"):
+        raise ValueError(f"cta_bivariate takes directions 'milp' or 'ordering', got {directions!r}")
     pa = _prepare(table_a, sensitive_a, protection_a, capacity_a, objective, preserve,
                   directions, over, epsilon, None)
     pb = _prepare(table_b, sensitive_b, protection_b, capacity_b, objective, preserve,

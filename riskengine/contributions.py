@@ -26,7 +26,7 @@ from .table import Table
 __all__ = ["Contributions", "contributions"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Contributions:
     """A magnitude table with the sorted respondent contributions of every cell.
 

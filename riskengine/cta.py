@@ -52,7 +52,7 @@ from .table import Table
 __all__ = ["CTAResult", "cta", "cta_stats"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CTAResult:
     """The adjusted release and how it was found.
 
@@ -165,7 +165,7 @@ def cta(table, sensitive, protection=None, capacity=None, objective: str = "abs"
     return _finish(prep, y, dirs, status, gap, mech)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Problem:
     table: Table
     system: TabularSystem

@@ -38,7 +38,7 @@ from .mechanisms.cta import ControlledTabularAdjustment
 __all__ = ["BivariateCTAResult", "cta_bivariate"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class BivariateCTAResult:
     """Both adjusted tables, the covariance history and seed 002's statistics.
 

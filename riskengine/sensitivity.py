@@ -44,6 +44,7 @@ __all__ = [
     "Rule",
     "Sum",
     "assess",
+    "cell_vector",
     "nk_dominance",
     "p_percent",
     "pq",

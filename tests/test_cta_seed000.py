@@ -50,7 +50,7 @@ def test_capacities_20_percent_milp_acceptance(setup):
     assert np.array_equal(s.A @ adj, np.zeros(s.A.shape[0]))           # exactly additive
     assert adj.min() >= 0
     y_int = res.adjustment.values
-    assert np.all(np.abs(y_int[sens]) >= prot[sens] - 1e-6)
+    assert np.all(np.abs(y_int[sens]) >= prot[sens] - 1e-9 * S.ORIGINAL.max())
     ev = s.vector(cap)
     sv = np.r_[sens.ravel(), np.zeros(s.n_var - sens.size, bool)]
     assert np.all(np.abs(res.y[~sv]) <= ev[~sv] + 1e-6)

@@ -328,3 +328,24 @@ def test_bivariate_alternating_steps_never_worsen_covariance(rng):
             100 * (cov(a2, b2) - cov(a, b)) / abs(cov(a, b)))
         assert abs(cov(a2, b2) - cov(a, b)) == pytest.approx(h[-1], rel=1e-6, abs=1e-9)
     assert checked >= 2
+
+
+def test_given_directions(rng):
+    # the MILP's own directions, given back, give the same optimum as an LP
+    for _ in range(5):
+        t, sens, prot, cap = random_case(rng, zeros=False)
+        cap = 0.9 * t.values
+        try:
+            res = rk.cta(t, sens, prot, cap)
+        except ValueError:
+            continue
+        given = rk.cta(t, sens, prot, cap, directions=res.directions)
+        assert given.objective == pytest.approx(res.objective, rel=1e-9, abs=1e-9)
+        assert given.release.mechanism.directions == "given"
+        assert np.array_equal(given.directions, res.directions)
+    t = rk.Table(np.array([[20.0, 30.0], [15.0, 5.0]]), dims=("r", "c"))
+    sens = np.array([[False, False], [False, True]])
+    with pytest.raises(ValueError, match=r"\+1 or -1"):
+        rk.cta(t, sens, 1.0, t.values, directions=np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="below its protection"):
+        rk.cta(t, sens, 6.0, t.values, directions=-np.ones((2, 2)))

@@ -349,3 +349,23 @@ def test_given_directions(rng):
         rk.cta(t, sens, 1.0, t.values, directions=np.zeros((2, 2)))
     with pytest.raises(ValueError, match="below its protection"):
         rk.cta(t, sens, 6.0, t.values, directions=-np.ones((2, 2)))
+
+
+def test_ordering_directions_follow_the_definition():
+    # seed 002 section 4: sensitive cells sorted by value, largest first, directions
+    # alternating (down first); a cell below its protection can only go up
+    t = rk.Table(np.array([[50.0, 10, 30, 7], [40, 20, 25, 5], [9, 60, 3, 12]]), dims=("r", "c"))
+    sens = np.array([[True, False, True, False], [True, False, False, True],
+                     [False, True, True, False]])
+    prot = np.where(sens, 2.0, 0.0)
+    prot[2, 2] = 4.0                                    # value 3 < protection 4: must go up
+    res = rk.cta(t, sens, prot, np.inf, directions="ordering")
+    d = res.directions[: t.values.size].reshape(t.shape)
+    # by value: 60 down, 50 up, 40 down, 30 up, 5 down, 3 (forced up; alternation continues)
+    assert d[2, 1] == -1 and d[0, 0] == 1 and d[1, 0] == -1 and d[0, 2] == 1
+    assert d[1, 3] == -1 and d[2, 2] == 1
+    rel = res.release
+    assert rk.Release.from_json(rel.to_json()).mechanism.directions == "ordering"
+    given = rk.cta(t, sens, prot, np.inf, directions=d)
+    assert rk.Release.from_json(given.release.to_json()).mechanism.directions == "given"
+    assert given.objective == pytest.approx(res.objective)

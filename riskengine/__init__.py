@@ -16,11 +16,22 @@ probabilities and utility.  It also implements the protection methods.
 ('v', 'w', 'value')
 """
 
-from . import cycles, generators, measures, priors
+from . import cycles, generators, measures, priors, sensitivity
 from ._io import read_csv_long, read_csv_wide, read_netcdf, read_table
 from .compare import compare
-from .mechanisms import (BinomialPerturbation, Bootstrap, ControlledRounding, CyclicPerturbation, MarginsOnly, Mechanism,
-                         frechet_bounds)
+from .contributions import Contributions, contributions
+from .cta import CTAResult, cta
+from .cta_bivariate import cta_bivariate
+from .mechanisms import (
+    BinomialPerturbation,
+    Bootstrap,
+    ControlledRounding,
+    ControlledTabularAdjustment,
+    CyclicPerturbation,
+    MarginsOnly,
+    Mechanism,
+    frechet_bounds,
+)
 from .posterior import Posterior, count_candidates, posterior
 from .release import Release
 from .simulate import simulate
@@ -28,14 +39,17 @@ from .table import Table
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Table", "Release", "Posterior", "posterior", "count_candidates",
-    "CyclicPerturbation", "ControlledRounding", "MarginsOnly", "frechet_bounds",
-    "Bootstrap", "BinomialPerturbation",
-    "Mechanism", "cycles", "priors",
+__all__ = [  # noqa: RUF022  (grouped by topic, not sorted)
+    # tables, releases, inference
+    "Table", "Release", "Posterior", "posterior", "count_candidates", "priors",
     "read_table", "read_csv_long", "read_csv_wide", "read_netcdf",
-    "compare", "simulate", "generators", "measures",
-    "plots", "write_report",
+    # mechanisms
+    "Mechanism", "CyclicPerturbation", "cycles", "ControlledRounding", "MarginsOnly",
+    "frechet_bounds", "Bootstrap", "BinomialPerturbation", "ControlledTabularAdjustment",
+    # magnitude tables
+    "contributions", "Contributions", "sensitivity", "cta", "cta_bivariate", "CTAResult",
+    # the three uses
+    "measures", "compare", "simulate", "generators", "plots", "write_report",
 ]
 
 

@@ -19,7 +19,7 @@ probabilities and utility.  It also implements the protection methods.
 from . import cycles, priors
 from ._io import read_csv_long, read_csv_wide, read_netcdf, read_table
 from .mechanisms import (BinomialPerturbation, Bootstrap, ControlledRounding, CyclicPerturbation, MarginsOnly, Mechanism,
-                         frechet_bounds)
+                         exact_bounds, frechet_bounds)
 from .posterior import Posterior, count_candidates, posterior
 from .release import Release
 from .table import Table
@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Table", "Release", "Posterior", "posterior", "count_candidates",
-    "CyclicPerturbation", "ControlledRounding", "MarginsOnly", "frechet_bounds",
+    "CyclicPerturbation", "ControlledRounding", "MarginsOnly", "frechet_bounds", "exact_bounds",
     "Bootstrap", "BinomialPerturbation",
     "Mechanism", "cycles", "priors",
     "read_table", "read_csv_long", "read_csv_wide", "read_netcdf",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["Mechanism", "REGISTRY", "register", "mechanism_from_dict", "CyclicPerturbation",
-           "MarginsOnly", "ControlledRounding", "frechet_bounds", "Bootstrap",
+           "MarginsOnly", "ControlledRounding", "frechet_bounds", "exact_bounds", "Bootstrap",
            "BinomialPerturbation"]
 
 REGISTRY: dict = {}
@@ -75,6 +75,6 @@ def mechanism_from_dict(d: dict) -> Mechanism:
 
 
 from .cyclic import CyclicPerturbation  # noqa: E402  (each registers itself)
-from .margins_only import MarginsOnly, frechet_bounds  # noqa: E402
+from .margins_only import MarginsOnly, exact_bounds, frechet_bounds  # noqa: E402
 from .resampling import BinomialPerturbation, Bootstrap  # noqa: E402
 from .rounding import ControlledRounding  # noqa: E402

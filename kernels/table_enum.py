@@ -20,7 +20,9 @@ the least, and the bounds of 1-way and grand totals, from the cell windows.
 The last cell of a line is therefore forced into the line's window, so every
 leaf is a table satisfying all constraints.  The walk accumulates the number of
 tables, the total weight and the weighted histogram of every cell and every
-total, storing no table.
+total, storing no table: each node credits the weight of the leaves below it to
+its cell's value (and to the totals it completes) when the walk leaves it, so a
+leaf costs O(1) instead of O(cells + totals).
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ def enumerate_3d_windows(I, J, K, cell_lo, cell_wt, m_lo, m_wt):
     val = np.full(C, -1, np.int64)
     top = np.zeros(C, np.int64)
     wpre = np.ones(C + 1)
+    sub = np.zeros(C)             # weight of the leaves found below the current value at d
     count = 0
     total = 0.0
     d = 0
@@ -122,10 +125,19 @@ def enumerate_3d_windows(I, J, K, cell_lo, cell_wt, m_lo, m_wt):
         i = d // (J * K)
         j = (d // K) % J
         k = d % K
-        if val[d] >= 0:           # resume: take the previous value back out
+        if val[d] >= 0:
+            # done with the previous value: credit its subtree's weight to the cell, to every
+            # line it completed (their sums are final), and to the parent; then take it out
+            u = val[d]
+            hist[d, u - cell_lo[d]] += sub[d]
             for t in range(7):
-                part[ids[d, t]] -= val[d]
-            start = val[d] + 1
+                L = ids[d, t]
+                if last[d, t]:
+                    mhist[L, part[L] - m_lo[L]] += sub[d]
+                part[L] -= u
+            if d > 0:
+                sub[d - 1] += sub[d]
+            start = u + 1
         else:                     # first visit: the range of values that keep every line open
             lo = clo[d]
             hi = chi[d]
@@ -177,14 +189,12 @@ def enumerate_3d_windows(I, J, K, cell_lo, cell_wt, m_lo, m_wt):
         val[d] = v
         for t in range(7):
             part[ids[d, t]] += v
-        if d == C - 1:
+        if d == C - 1:            # a leaf: a table meeting every constraint
             count += 1
             total += w
-            for c in range(C):
-                hist[c, val[c] - cell_lo[c]] += w
-            for t in range(M):
-                mhist[t, part[t] - m_lo[t]] += w
+            sub[d] = w
         else:
+            sub[d] = 0.0
             wpre[d + 1] = w
             d += 1
             val[d] = -1

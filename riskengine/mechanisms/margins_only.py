@@ -132,7 +132,7 @@ def _need_2d_all_totals(release):
                          f"({sorted(need)}); the release has {sorted(release.margins)}")
 
 
-def _windows_2d(release, prior: Prior) -> "_tabledp.Windows":
+def _windows_2d(release, prior: Prior) -> _tabledp.Windows:
     """Margins fixed at their published values; cells 0..min(row, column total)."""
     _need_2d_all_totals(release)
     d0, d1 = release.dims
@@ -249,9 +249,9 @@ def exact_bounds(release, method: str = "ilp") -> xr.Dataset:
         raise TypeError(f"release must be an rk.Release, got {type(release).__name__}")
     V.choice(method, "method", BOUND_METHODS)
     if not isinstance(release.mechanism, MarginsOnly):
-        raise ValueError(f"exact_bounds covers margins-only releases; this release is "
+        raise TypeError(f"exact_bounds covers margins-only releases; this release is "
                          f"{release.mechanism.describe()}")
-    dims, shape = release.dims, release.shape
+    dims = release.dims
     if method == "enumerate":
         from ..priors import Uniform
         post = release.mechanism.posterior(release, Uniform())

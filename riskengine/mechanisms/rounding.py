@@ -123,7 +123,7 @@ class ControlledRounding(Mechanism):
                                  f"rounding base {B}: a controlled rounding publishes multiples")
 
     # --- inference --------------------------------------------------------------------
-    def _windows(self, release, prior: Prior) -> "_tabledp.Windows":
+    def _windows(self, release, prior: Prior) -> _tabledp.Windows:
         _need_2d_all_totals(release)
         B = self.base
         d0, d1 = release.dims

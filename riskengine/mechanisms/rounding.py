@@ -65,6 +65,15 @@ class ControlledRounding(Mechanism):
     >>> rel = rk.ControlledRounding(base=5).protect(t, np.random.default_rng(0))
     >>> bool((rel.published % 5 == 0).all())
     True
+
+    A 3-D table (every 2-way and 1-way margin and the grand total rounded too):
+
+    >>> x = np.array([[[4, 1], [2, 5]], [[1, 1], [7, 2]]])
+    >>> rel = rk.ControlledRounding(3, method="optimal").protect(rk.Table(x, dims=("i", "j", "k")))
+    >>> rel.published.tolist()
+    [[[3, 0], [3, 6]], [[3, 0], [6, 3]]]
+    >>> rk.count_candidates(rel)
+    6551
     """
 
     name = "controlled_rounding"

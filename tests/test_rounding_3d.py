@@ -466,3 +466,28 @@ def _seed_tables(m):
 
     rec(0)
     return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_exact_bounds_2d_equal_frechet(seed):
+    """2-D margins-only releases: integer programming, LP and the DP support all give the
+    Fréchet bounds (sharp in 2-D)."""
+    rng = np.random.default_rng(seed)
+    x = rng.poisson(2.0, size=(2 + seed % 2, 3))
+    rel = rk.MarginsOnly().protect(rk.Table(x, dims=("v", "w")))
+    fb = rk.frechet_bounds(rel)
+    for method in ("ilp", "lp", "enumerate"):
+        eb = rk.exact_bounds(rel, method=method)
+        assert np.allclose(eb["lower"], fb["lower"]) and np.allclose(eb["upper"], fb["upper"])
+
+
+def test_exact_bounds_bad_input():
+    rel = _margins_release(EX3)
+    with pytest.raises(ValueError, match="unknown method"):
+        rk.exact_bounds(rel, method="guess")
+    with pytest.raises(TypeError, match="rk.Release"):
+        rk.exact_bounds(EX3)
+    x = np.array([[[4, 1], [2, 5]], [[1, 1], [7, 2]]])
+    rounded = rk.ControlledRounding(3, method="optimal").protect(rk.Table(x, dims=DIMS))
+    with pytest.raises(TypeError, match="margins-only"):
+        rk.exact_bounds(rounded)

@@ -27,9 +27,12 @@ unbiased procedure, so each rounded plane has expectation equal to its original.
 Where the stacked result is only a relaxed rounding, existence is decided exactly
 by a HiGHS MILP over the rounding directions; if no controlled rounding exists
 the protect step raises ``ValueError``; if one exists the stacking is redrawn
-(up to ``ERNST_TRIES`` times; the accepted release is then conditioned on the
-stacking succeeding, so per-entry means are only approximately unbiased: the
-number of draws is recorded in ``release.info``).  ``method="optimal"`` solves the
+(up to ``ERNST_TRIES`` times, then ``ValueError`` pointing to ``method="optimal"``;
+the number of draws is recorded in ``release.info``).  The accepted release is
+conditioned on the stacking succeeding, so it is *not* unbiased: on random
+3 x 3 x 3 tables a single stacking is a controlled rounding only about 5% of
+the time, and the conditioned per-entry means can be many standard errors away
+from the originals (``studies/rounding/results_three_way.md``, section 2).  ``method="optimal"`` solves the
 MILP for minimum total absolute distortion of the interior directly.
 
 Inference for a rounded 3-D release: candidates are all nonnegative integer

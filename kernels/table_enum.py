@@ -1,12 +1,28 @@
-"""Streaming enumeration of 3-D count tables with all 2-way margins fixed.
+"""Streaming enumeration of 3-D count tables under (interval) totals and per-cell bounds.
 
-Plain arrays in, plain arrays out.  Cells are visited in C order (i, j, k); the
-state is the remaining part of every 2-way margin (ij, ik, jk).  A cell takes
-values up to the smallest remaining margin through it; the last cell of every
-line is forced (it must use up that line's margin), so every leaf is a table
-with exactly the published margins.  Per-cell weights are product form
-(``wt[c, v]``, 0 = impossible); the walk accumulates the total weight, the
-number of tables and every cell's weighted histogram, storing no table.
+Plain arrays in, plain arrays out.  An I x J x K table has C = I*J*K cells and
+M = IJ + IK + JK + I + J + K + 1 totals, in the order
+
+    ij (I*J, row-major), ik (I*K), jk (J*K), i (I), j (J), k (K), grand (1).
+
+Every cell c takes a value ``cell_lo[c] + w`` with weight ``cell_wt[c, w]``
+(0 = impossible) and every total t a value ``m_lo[t] + w`` with weight
+``m_wt[t, w]``: product-form weights over all entries, and the support of each
+weight row is the entry's window (fixed margins: a window of one value).
+
+Cells are visited in C order (i, j, k).  The state is the partial sum of every
+total.  A cell's values are restricted to those that leave every line through
+it completable: for each total, what is already in it plus the value plus the
+least (most) the unvisited cells of that line can still add must reach its
+window.  The most a 2-way line can still take is bounded dynamically by the
+remaining room of the crossing 2-way lines (the pruning by remaining margins);
+the least, and the bounds of 1-way and grand totals, from the cell windows.
+The last cell of a line is therefore forced into the line's window, so every
+leaf is a table satisfying all constraints.  The walk accumulates the number of
+tables, the total weight and the weighted histogram of every cell and every
+total, storing no table: each node credits the weight of the leaves below it to
+its cell's value (and to the totals it completes) when the walk leaves it, so a
+leaf costs O(1) instead of O(cells + totals).
 """
 
 from __future__ import annotations
@@ -17,18 +33,91 @@ from ._jit import njit
 
 
 @njit
-def enumerate_3d(n_ij, n_ik, n_jk, wt):
-    """Returns (count, total weight, hist (I*J*K, V))."""
-    I, J = n_ij.shape
-    K = n_ik.shape[1]
+def _line_ids(I, J, K):
+    """(C, 7) ids of the totals through each cell and (C, 7) 'last cell of that line'."""
     C = I * J * K
-    V = wt.shape[1]
-    r_ij = n_ij.copy()
-    r_ik = n_ik.copy()
-    r_jk = n_jk.copy()
+    IJ, IK, JK = I * J, I * K, J * K
+    o1 = IJ + IK + JK
+    ids = np.empty((C, 7), np.int64)
+    last = np.zeros((C, 7), np.bool_)
+    for i in range(I):
+        for j in range(J):
+            for k in range(K):
+                d = (i * J + j) * K + k
+                ids[d, 0] = i * J + j
+                ids[d, 1] = IJ + i * K + k
+                ids[d, 2] = IJ + IK + j * K + k
+                ids[d, 3] = o1 + i
+                ids[d, 4] = o1 + I + j
+                ids[d, 5] = o1 + I + J + k
+                ids[d, 6] = o1 + I + J + K
+                last[d, 0] = k == K - 1
+                last[d, 1] = j == J - 1
+                last[d, 2] = i == I - 1
+                last[d, 3] = j == J - 1 and k == K - 1
+                last[d, 4] = i == I - 1 and k == K - 1
+                last[d, 5] = i == I - 1 and j == J - 1
+                last[d, 6] = d == C - 1
+    return ids, last
+
+
+@njit
+def _support(lo, wt):
+    """First and last value with positive weight per row (hi < lo: empty)."""
+    n, W = wt.shape
+    a = np.empty(n, np.int64)
+    b = np.empty(n, np.int64)
+    for r in range(n):
+        a[r] = lo[r]
+        b[r] = lo[r] - 1
+        first = -1
+        for w in range(W):
+            if wt[r, w] > 0.0:
+                if first < 0:
+                    first = w
+                b[r] = lo[r] + w
+        if first >= 0:
+            a[r] = lo[r] + first
+    return a, b
+
+
+@njit
+def enumerate_3d_windows(I, J, K, cell_lo, cell_wt, m_lo, m_wt):
+    """Returns (count, total weight, cell_hist (C, W), m_hist (M, Wm))."""
+    C = I * J * K
+    M = I * J + I * K + J * K + I + J + K + 1
+    W = cell_wt.shape[1]
+    Wm = m_wt.shape[1]
+    hist = np.zeros((C, W))
+    mhist = np.zeros((M, Wm))
+    clo, chi = _support(cell_lo, cell_wt)
+    mlo, mhi = _support(m_lo, m_wt)
+    for c in range(C):
+        if chi[c] < clo[c]:
+            return 0, 0.0, hist, mhist
+    for t in range(M):
+        if mhi[t] < mlo[t]:
+            return 0, 0.0, hist, mhist
+    ids, last = _line_ids(I, J, K)
+    # static suffix sums of the cell windows along every line: what the unvisited cells
+    # of a line can at least / at most add after cell d
+    suf_lo = np.zeros((C, 7), np.int64)
+    suf_hi = np.zeros((C, 7), np.int64)
+    acc_lo = np.zeros(M, np.int64)
+    acc_hi = np.zeros(M, np.int64)
+    for d in range(C - 1, -1, -1):
+        for t in range(7):
+            L = ids[d, t]
+            suf_lo[d, t] = acc_lo[L]
+            suf_hi[d, t] = acc_hi[L]
+            acc_lo[L] += clo[d]
+            acc_hi[L] += chi[d]
+    IJ, IK = I * J, I * K
+    part = np.zeros(M, np.int64)
     val = np.full(C, -1, np.int64)
+    top = np.zeros(C, np.int64)
     wpre = np.ones(C + 1)
-    hist = np.zeros((C, V))
+    sub = np.zeros(C)             # weight of the leaves found below the current value at d
     count = 0
     total = 0.0
     d = 0
@@ -37,47 +126,91 @@ def enumerate_3d(n_ij, n_ik, n_jk, wt):
         j = (d // K) % J
         k = d % K
         if val[d] >= 0:
-            v = val[d]
-            r_ij[i, j] += v
-            r_ik[i, k] += v
-            r_jk[j, k] += v
-        lo = val[d] + 1
-        ub = min(r_ij[i, j], r_ik[i, k], r_jk[j, k], V - 1)
-        forced = -1
-        ok = True
-        for last, need in ((k == K - 1, r_ij[i, j]), (j == J - 1, r_ik[i, k]),
-                           (i == I - 1, r_jk[j, k])):
-            if last:
-                if forced == -1:
-                    forced = need
-                elif forced != need:
-                    ok = False
+            # done with the previous value: credit its subtree's weight to the cell, to every
+            # line it completed (their sums are final), and to the parent; then take it out
+            u = val[d]
+            hist[d, u - cell_lo[d]] += sub[d]
+            for t in range(7):
+                L = ids[d, t]
+                if last[d, t]:
+                    mhist[L, part[L] - m_lo[L]] += sub[d]
+                part[L] -= u
+            if d > 0:
+                sub[d - 1] += sub[d]
+            start = u + 1
+        else:                     # first visit: the range of values that keep every line open
+            lo = clo[d]
+            hi = chi[d]
+            for t in range(7):
+                L = ids[d, t]
+                rhi = suf_hi[d, t]
+                if t == 0:        # rest of line ij: cells (i, j, k' > k)
+                    s = 0
+                    for kk in range(k + 1, K):
+                        e = d + kk - k
+                        s += min(chi[e], mhi[IJ + i * K + kk] - part[IJ + i * K + kk],
+                                 mhi[IJ + IK + j * K + kk] - part[IJ + IK + j * K + kk])
+                    rhi = min(rhi, s)
+                elif t == 1:      # rest of line ik: cells (i, j' > j, k)
+                    s = 0
+                    for jj in range(j + 1, J):
+                        e = (i * J + jj) * K + k
+                        s += min(chi[e], mhi[i * J + jj] - part[i * J + jj],
+                                 mhi[IJ + IK + jj * K + k] - part[IJ + IK + jj * K + k])
+                    rhi = min(rhi, s)
+                elif t == 2:      # rest of line jk: cells (i' > i, j, k)
+                    s = 0
+                    for ii in range(i + 1, I):
+                        e = (ii * J + j) * K + k
+                        s += min(chi[e], mhi[ii * J + j] - part[ii * J + j],
+                                 mhi[IJ + ii * K + k] - part[IJ + ii * K + k])
+                    rhi = min(rhi, s)
+                hi = min(hi, mhi[L] - part[L] - suf_lo[d, t])
+                lo = max(lo, mlo[L] - part[L] - rhi)
+            top[d] = hi
+            start = lo
         v = -1
-        if ok:
-            if forced >= 0:
-                if lo <= forced <= ub and wt[d, forced] > 0.0:
-                    v = forced
-            else:
-                for x in range(lo, ub + 1):
-                    if wt[d, x] > 0.0:
-                        v = x
-                        break
+        w = 0.0
+        for x in range(start, top[d] + 1):
+            wx = wpre[d] * cell_wt[d, x - cell_lo[d]]
+            if wx > 0.0:
+                for t in range(7):
+                    if last[d, t]:
+                        L = ids[d, t]
+                        wx *= m_wt[L, part[L] + x - m_lo[L]]
+            if wx > 0.0:
+                v = x
+                w = wx
+                break
         if v < 0:
             val[d] = -1
             d -= 1
             continue
         val[d] = v
-        r_ij[i, j] -= v
-        r_ik[i, k] -= v
-        r_jk[j, k] -= v
-        w = wpre[d] * wt[d, v]
-        if d == C - 1:
+        for t in range(7):
+            part[ids[d, t]] += v
+        if d == C - 1:            # a leaf: a table meeting every constraint
             count += 1
             total += w
-            for c in range(C):
-                hist[c, val[c]] += w
+            sub[d] = w
         else:
+            sub[d] = 0.0
             wpre[d + 1] = w
             d += 1
             val[d] = -1
+    return count, total, hist, mhist
+
+
+def enumerate_3d(n_ij, n_ik, n_jk, wt):
+    """Fixed 2-way margins: returns (count, total weight, hist (I*J*K, V)), where
+    ``wt[c, v]`` is the weight of value v in cell c (C order), 0 = impossible."""
+    n_ij, n_ik, n_jk = (np.ascontiguousarray(a, dtype=np.int64) for a in (n_ij, n_ik, n_jk))
+    I, J = n_ij.shape
+    K = n_ik.shape[1]
+    m_lo = np.concatenate([n_ij.ravel(), n_ik.ravel(), n_jk.ravel(), n_ij.sum(1), n_ij.sum(0),
+                           n_ik.sum(0), [n_ij.sum()]]).astype(np.int64)
+    m_wt = np.ones((m_lo.size, 1))
+    wt = np.ascontiguousarray(wt, dtype=np.float64)
+    count, total, hist, _ = enumerate_3d_windows(I, J, K, np.zeros(I * J * K, np.int64), wt,
+                                                 m_lo, m_wt)
     return count, total, hist

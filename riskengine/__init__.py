@@ -30,6 +30,7 @@ from .mechanisms import (
     CyclicPerturbation,
     MarginsOnly,
     Mechanism,
+    exact_bounds,
     frechet_bounds,
 )
 from .posterior import Posterior, count_candidates, posterior
@@ -45,7 +46,8 @@ __all__ = [  # noqa: RUF022  (grouped by topic, not sorted)
     "read_table", "read_csv_long", "read_csv_wide", "read_netcdf",
     # mechanisms
     "Mechanism", "CyclicPerturbation", "cycles", "ControlledRounding", "MarginsOnly",
-    "frechet_bounds", "Bootstrap", "BinomialPerturbation", "ControlledTabularAdjustment",
+    "frechet_bounds", "exact_bounds", "Bootstrap", "BinomialPerturbation",
+    "ControlledTabularAdjustment",
     # magnitude tables
     "contributions", "Contributions", "sensitivity", "cta", "cta_bivariate", "CTAResult",
     # the three uses

@@ -11,9 +11,20 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Mechanism", "REGISTRY", "register", "mechanism_from_dict", "CyclicPerturbation",
-           "MarginsOnly", "ControlledRounding", "frechet_bounds", "Bootstrap",
-           "BinomialPerturbation", "ControlledTabularAdjustment"]
+__all__ = [
+    "REGISTRY",
+    "BinomialPerturbation",
+    "Bootstrap",
+    "ControlledRounding",
+    "ControlledTabularAdjustment",
+    "CyclicPerturbation",
+    "MarginsOnly",
+    "Mechanism",
+    "exact_bounds",
+    "frechet_bounds",
+    "mechanism_from_dict",
+    "register",
+]
 
 REGISTRY: dict = {}
 
@@ -74,8 +85,8 @@ def mechanism_from_dict(d: dict) -> Mechanism:
     return REGISTRY[name].from_dict(d)
 
 
-from .cyclic import CyclicPerturbation  # noqa: E402  (each registers itself)
-from .margins_only import MarginsOnly, frechet_bounds  # noqa: E402
-from .resampling import BinomialPerturbation, Bootstrap  # noqa: E402
-from .rounding import ControlledRounding  # noqa: E402
-from .cta import ControlledTabularAdjustment  # noqa: E402
+from .cta import ControlledTabularAdjustment
+from .cyclic import CyclicPerturbation
+from .margins_only import MarginsOnly, exact_bounds, frechet_bounds
+from .resampling import BinomialPerturbation, Bootstrap
+from .rounding import ControlledRounding

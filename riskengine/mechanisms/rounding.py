@@ -3,7 +3,8 @@
 Every interior cell and every published total goes to one of its two adjacent
 multiples of B (multiples stay: zero-restricted), and the rounded table adds up.
 
-Protect (2-D tables with all totals):
+Protect (2-D tables with all totals; 3-D tables with every 2-way and 1-way margin and
+the grand total: Ernst's plane stacking or a MILP, see ``_rounding3d``):
 
 ``"unbiased"``
     Cox (1987): on the table extended by its totals (totals negated, so every row
@@ -24,6 +25,7 @@ set-valued analysis) or ``"unbiased"`` (product over every entry, totals
 included, of its marginal rounding probability: t rounds up with probability
 (t mod B)/B).  The joint law of Cox's procedure is path-dependent; the
 ``"unbiased"`` likelihood is its product-of-marginals approximation.
+Routes: the exact 2-D table DP; for 3-D releases the streaming enumerator.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from .. import _tabledp
 from .. import _validate as V
 from ..posterior import Posterior
 from ..priors import Prior
-from . import Mechanism, register
+from . import Mechanism, _rounding3d, register
 from .margins_only import _need_2d_all_totals, _posterior_from_dp
 
 METHODS = ("unbiased", "optimal")
@@ -63,6 +65,15 @@ class ControlledRounding(Mechanism):
     >>> rel = rk.ControlledRounding(base=5).protect(t, np.random.default_rng(0))
     >>> bool((rel.published % 5 == 0).all())
     True
+
+    A 3-D table (every 2-way and 1-way margin and the grand total rounded too):
+
+    >>> x = np.array([[[4, 1], [2, 5]], [[1, 1], [7, 2]]])
+    >>> rel = rk.ControlledRounding(3, method="optimal").protect(rk.Table(x, dims=("i", "j", "k")))
+    >>> rel.published.tolist()
+    [[[3, 0], [3, 6]], [[3, 0], [6, 3]]]
+    >>> rk.count_candidates(rel)
+    6551
     """
 
     name = "controlled_rounding"
@@ -86,10 +97,11 @@ class ControlledRounding(Mechanism):
     def protect(self, table, rng: np.random.Generator | None = None):
         from ..release import Release
         table = self._count_table(table)
+        if table.ndim == 3:
+            return _rounding3d.protect_3d(self, table, rng)
         if table.ndim != 2:
-            raise ValueError(f"controlled rounding is implemented for 2-D tables with all "
-                             f"totals; got a {table.ndim}-D table (3-D tables need Ernst's "
-                             "plane-stacking method, which may not exist: not implemented)")
+            raise ValueError(f"controlled rounding is implemented for 2-D and 3-D tables with "
+                             f"all totals; got a {table.ndim}-D table")
         if set(table.margins) != {(table.dims[0],), (table.dims[1],), ()}:
             raise ValueError("controlled rounding needs every total of the 2-D table published")
         M = _extended(table.values)
@@ -120,7 +132,7 @@ class ControlledRounding(Mechanism):
                                  f"rounding base {B}: a controlled rounding publishes multiples")
 
     # --- inference --------------------------------------------------------------------
-    def _windows(self, release, prior: Prior) -> "_tabledp.Windows":
+    def _windows(self, release, prior: Prior) -> _tabledp.Windows:
         _need_2d_all_totals(release)
         B = self.base
         d0, d1 = release.dims
@@ -145,6 +157,9 @@ class ControlledRounding(Mechanism):
 
     def posterior(self, release, prior: Prior, route: str = "auto", progress=None,
                   count: bool = True) -> Posterior:
+        if len(release.dims) == 3:
+            V.choice(route, "route", ("auto", "enumerate"))
+            return _rounding3d.posterior_3d(self, release, prior)
         V.choice(route, "route", ("auto", "dp"))
         win = self._windows(release, prior)
         res = _tabledp.solve(win)
@@ -162,6 +177,8 @@ class ControlledRounding(Mechanism):
 
     def count_candidates(self, release, prior: Prior | None = None, route: str = "auto") -> int:
         from ..priors import Uniform
+        if len(release.dims) == 3:
+            return _rounding3d.count_3d(self, release, prior or Uniform())
         return _tabledp.count(self._windows(release, prior or Uniform()))
 
 

@@ -121,8 +121,9 @@ def main() -> str:
     out.append("")
     out.append("In 2-D the Fréchet bounds are the exact support of the posterior (tested on "
                "200 random tables). Seed 004 notes that in 3-D tables with 2-way margins the "
-               "bounds computed from margins are not sharp; exact 3-D inference is not "
-               "implemented yet.")
+               "bounds computed from margins are not sharp: `rk.exact_bounds` gives the exact "
+               "3-D ranges, and studies/rounding/results_three_way.md shows the seed's "
+               "examples.")
     return "\n".join(out) + "\n"
 
 

@@ -139,8 +139,8 @@ def main(argv=None) -> int:
                   "", f"Original table (dims {t.dims}):", "", "```",
                   str(t.data.to_pandas()), "```", "",
                   f"{len(mechs)} settings x {draws} draws in {secs:.1f} s.", "",
-                  "| mechanism | risk (mean prob_exact) | utility | expected exact cells | "
-                  "mean max prob | L1 | Hellinger | Cramér's V change |",
+                  ("| mechanism | risk (mean prob_exact) | utility | expected exact cells | "
+                  "mean max prob | L1 | Hellinger | Cramér's V change |"),
                   "|---|---|---|---|---|---|---|---|"]
         for nm in ds.mechanism.values:
             d = ds.sel(mechanism=nm)

@@ -76,6 +76,19 @@ def _last_range(roff, rsize, derived, start_sum, pre_tot, plo, phi):
     return lo_l, hi_l
 
 
+@njit
+def _layout(rsize, derived, plo, phi):
+    """Strides of rows 0..r-2 (the prefix), number of prefixes, stored line length:
+    the last row's box (or, derived, the column-sum interval, which implies it)."""
+    R1 = rsize.shape[0] - 1
+    st = np.ones(R1, np.int64)
+    for k in range(R1 - 2, -1, -1):
+        st[k] = st[k + 1] * rsize[k + 1]
+    npre = st[0] * rsize[0] if R1 > 0 else 1
+    nl = phi - plo + 1 if derived else rsize[R1]
+    return st, npre, nl
+
+
 @njit(parallel=True)
 def _cell_fwd(a, ca, out, cout, i, roff_in, rsize_in, roff_out, rsize_out, coff_in, coff_out,
               lo, wts, ind, derived, start_sum, plo_in, phi_in, plo_out, phi_out, do_float, L):
@@ -83,19 +96,16 @@ def _cell_fwd(a, ca, out, cout, i, roff_in, rsize_in, roff_out, rsize_out, coff_
     Loops over lines along the last row's axis, visiting only live states."""
     nc_out = out.shape[1] if do_float else cout.shape[1]
     nc_in = a.shape[1] if do_float else ca.shape[1]
-    r = rsize_in.shape[0]
-    R1 = r - 1
-    st_in = _strides(rsize_in)
-    st_out = _strides(rsize_out)
-    n_last = rsize_out[R1]
-    npre = st_out[0] * rsize_out[0] // n_last
+    R1 = rsize_in.shape[0] - 1
+    st_in, _, nl_in = _layout(rsize_in, derived, plo_in, phi_in)
+    st_out, npre, nl_out = _layout(rsize_out, derived, plo_out, phi_out)
     W = wts.shape[0]
     for q in prange(npre):
         base = 0
         si = 0
         pre = 0
         for k in range(R1):
-            sk = roff_out[k] + (q * n_last // st_out[k]) % rsize_out[k]
+            sk = roff_out[k] + (q // st_out[k]) % rsize_out[k]
             pre += sk
             if k == i:
                 si = sk
@@ -103,16 +113,13 @@ def _cell_fwd(a, ca, out, cout, i, roff_in, rsize_in, roff_out, rsize_out, coff_
                 base += (sk - roff_in[k]) * st_in[k]
         lo_l, hi_l = _last_range(roff_out, rsize_out, derived, start_sum, pre, plo_out, phi_out)
         for sl in range(lo_l, hi_l + 1):
-            idx = q * n_last + sl - roff_out[R1]
+            p = start_sum - pre - sl
+            idx = q * nl_out + (p - plo_out if derived else sl - roff_out[R1])
             if i == R1:
                 si = sl
-                bse = base
-            else:
-                bse = base + sl - roff_in[R1]
             vmin = roff_in[i] - si
             vmax = roff_in[i] + rsize_in[i] - 1 - si
             if derived:
-                p = start_sum - pre - sl
                 vmin = max(vmin, p - phi_in)
                 vmax = min(vmax, p - plo_in)
             wmin = max(vmin - lo, 0)
@@ -127,7 +134,8 @@ def _cell_fwd(a, ca, out, cout, i, roff_in, rsize_in, roff_out, rsize_out, coff_
                     acc = 0.0
                     for w in range(w0, w1 + 1):
                         v = lo + w
-                        oi = bse + (si + v - roff_in[i]) * st_in[i]
+                        oi = _in_index(base, si, v, sl, p, i, R1, roff_in, st_in, nl_in, plo_in,
+                                       derived)
                         ci = 0 if derived else c - v - coff_in
                         acc += wts[w] * a[oi, ci]
                     out[idx, cc] = acc
@@ -138,7 +146,8 @@ def _cell_fwd(a, ca, out, cout, i, roff_in, rsize_in, roff_out, rsize_out, coff_
                     for w in range(w0, w1 + 1):
                         if ind[w]:
                             v = lo + w
-                            oi = bse + (si + v - roff_in[i]) * st_in[i]
+                            oi = _in_index(base, si, v, sl, p, i, R1, roff_in, st_in, nl_in,
+                                           plo_in, derived)
                             ci = 0 if derived else c - v - coff_in
                             y = ca[oi, ci, k]
                             s += y
@@ -147,18 +156,40 @@ def _cell_fwd(a, ca, out, cout, i, roff_in, rsize_in, roff_out, rsize_out, coff_
                     cout[idx, cc, k] = s
 
 
+@njit(inline="always")
+def _in_index(base, si, v, sl, p, i, R1, roff_in, st_in, nl_in, plo_in, derived):
+    """Stored index of the state before cell (i, .) took value v (output state: prefix
+    partial index base, row i at si, last row at sl, column sum p)."""
+    if i == R1:
+        q = base
+        sli = sl + v
+    else:
+        q = base + (si + v - roff_in[i]) * st_in[i]
+        sli = sl
+    return q * nl_in + (p - v - plo_in if derived else sli - roff_in[R1])
+
+
+@njit(inline="always")
+def _out_index(base, si, v, sl, p, i, R1, roff_out, st_out, nl_out, plo_out, derived):
+    """Stored index of the state after cell (i, .) takes value v from (si, sl, p)."""
+    if i == R1:
+        q = base
+        slo = sl - v
+    else:
+        q = base + (si - v - roff_out[i]) * st_out[i]
+        slo = sl
+    return q * nl_out + (p + v - plo_out if derived else slo - roff_out[R1])
+
+
 @njit(parallel=True)
 def _cell_bwd(a, bout, marg, b_next, i, roff_in, rsize_in, roff_out, rsize_out, coff_in,
               coff_out, lo, wts, derived, start_sum, plo_in, phi_in, plo_out, phi_out):
     """bout[s, p] = sum_v w[v] b_next[s - v e_i, p + v]; marg[v] += a[s, p] w[v] b_next[..]."""
     nc_in = a.shape[1]
     nc_out = b_next.shape[1]
-    r = rsize_in.shape[0]
-    R1 = r - 1
-    st_in = _strides(rsize_in)
-    st_out = _strides(rsize_out)
-    n_last = rsize_in[R1]
-    npre = st_in[0] * rsize_in[0] // n_last
+    R1 = rsize_in.shape[0] - 1
+    st_in, npre, nl_in = _layout(rsize_in, derived, plo_in, phi_in)
+    st_out, _, nl_out = _layout(rsize_out, derived, plo_out, phi_out)
     W = wts.shape[0]
     nch = min(_NCHUNK, npre)
     loc = np.zeros((nch, W))
@@ -168,7 +199,7 @@ def _cell_bwd(a, bout, marg, b_next, i, roff_in, rsize_in, roff_out, rsize_out, 
             si = 0
             pre = 0
             for k in range(R1):
-                sk = roff_in[k] + (q * n_last // st_in[k]) % rsize_in[k]
+                sk = roff_in[k] + (q // st_in[k]) % rsize_in[k]
                 pre += sk
                 if k == i:
                     si = sk
@@ -176,16 +207,13 @@ def _cell_bwd(a, bout, marg, b_next, i, roff_in, rsize_in, roff_out, rsize_out, 
                     base += (sk - roff_out[k]) * st_out[k]
             lo_l, hi_l = _last_range(roff_in, rsize_in, derived, start_sum, pre, plo_in, phi_in)
             for sl in range(lo_l, hi_l + 1):
-                idx = q * n_last + sl - roff_in[R1]
+                p = start_sum - pre - sl
+                idx = q * nl_in + (p - plo_in if derived else sl - roff_in[R1])
                 if i == R1:
                     si = sl
-                    bse = base
-                else:
-                    bse = base + sl - roff_out[R1]
                 vmin = si - (roff_out[i] + rsize_out[i] - 1)
                 vmax = si - roff_out[i]
                 if derived:
-                    p = start_sum - pre - sl
                     vmin = max(vmin, plo_out - p)
                     vmax = min(vmax, phi_out - p)
                 wmin = max(vmin - lo, 0)
@@ -200,7 +228,8 @@ def _cell_bwd(a, bout, marg, b_next, i, roff_in, rsize_in, roff_out, rsize_out, 
                     acc = 0.0
                     for w in range(w0, w1 + 1):
                         v = lo + w
-                        o = bse + (si - v - roff_out[i]) * st_out[i]
+                        o = _out_index(base, si, v, sl, p, i, R1, roff_out, st_out, nl_out,
+                                       plo_out, derived)
                         c2 = 0 if derived else c + v - coff_out
                         t = wts[w] * b_next[o, c2]
                         acc += t
@@ -215,20 +244,19 @@ def _cell_bwd(a, bout, marg, b_next, i, roff_in, rsize_in, roff_out, rsize_out, 
 @njit(parallel=True)
 def _col_fwd(a, ca, out, cout, roff, rsize, coff, start_sum, plo, phi, clo, kw, kind, derived,
              do_float, L):
-    """out[s, 0] = sum_p a[s, p] k(p) (derived: p = start_sum - sum(s))."""
+    """out[s, 0] = sum_p a[s, p] k(p) (derived: p = start_sum - sum(s), one stored value
+    per prefix before and after)."""
     nc = a.shape[1] if do_float else ca.shape[1]
     R1 = rsize.shape[0] - 1
-    st = _strides(rsize)
-    n_last = rsize[R1]
-    npre = st[0] * rsize[0] // n_last
+    st, npre, nl = _layout(rsize, derived, plo, phi)
     W = kw.shape[0]
     for q in prange(npre):
         pre = 0
         for k in range(R1):
-            pre += roff[k] + (q * n_last // st[k]) % rsize[k]
+            pre += roff[k] + (q // st[k]) % rsize[k]
         lo_l, hi_l = _last_range(roff, rsize, derived, start_sum, pre, plo, phi)
         for sl in range(lo_l, hi_l + 1):
-            idx = q * n_last + sl - roff[R1]
+            idx = q * nl + (start_sum - pre - sl - plo if derived else sl - roff[R1])
             acc = 0.0
             for cc in range(nc):
                 tot = start_sum - pre - sl if derived else coff + cc
@@ -248,17 +276,15 @@ def _col_bwd(a, bout, marg, b_next, roff, rsize, coff, start_sum, plo, phi, clo,
     """bout[s, p] = k(p) b_next[s, 0]; marg[p] += a[s, p] k(p) b_next[s, 0]."""
     nc = a.shape[1]
     R1 = rsize.shape[0] - 1
-    st = _strides(rsize)
-    n_last = rsize[R1]
-    npre = st[0] * rsize[0] // n_last
+    st, npre, nl = _layout(rsize, derived, plo, phi)
     W = kw.shape[0]
     for q in range(npre):
         pre = 0
         for k in range(R1):
-            pre += roff[k] + (q * n_last // st[k]) % rsize[k]
+            pre += roff[k] + (q // st[k]) % rsize[k]
         lo_l, hi_l = _last_range(roff, rsize, derived, start_sum, pre, plo, phi)
         for sl in range(lo_l, hi_l + 1):
-            idx = q * n_last + sl - roff[R1]
+            idx = q * nl + (start_sum - pre - sl - plo if derived else sl - roff[R1])
             for cc in range(nc):
                 tot = start_sum - pre - sl if derived else coff + cc
                 w = tot - clo
@@ -323,11 +349,19 @@ def boxes(row_lo_hi, lo, hi, clo, chi, derived):
     return steps, np.array(roffs), np.array(rsizes), plos, phis, csizes
 
 
+def _stored(rsizes, plos, phis, csizes, derived):
+    """Stored states per stage: prefix box x line (last row, or derived the column sum)."""
+    pre = np.prod(rsizes[:, :-1].astype(float), axis=1)
+    line = np.maximum(phis - plos + 1, 0) if derived else rsizes[:, -1]
+    return pre * line * csizes
+
+
 def n_states(row_lo_hi, lo, cw, clo, kw, derived):
     """(largest stage, sum over stages) of the number of stored states."""
     hi = lo + np.where(cw > 0, np.arange(cw.shape[2]), -1).max(axis=2)
-    _, _, rsizes, _, _, csizes = boxes(row_lo_hi, lo, hi, clo, clo + kw.shape[1] - 1, derived)
-    per = np.prod(rsizes.astype(float), axis=1) * csizes
+    _, _, rsizes, plos, phis, csizes = boxes(row_lo_hi, lo, hi, clo, clo + kw.shape[1] - 1,
+                                             derived)
+    per = _stored(rsizes, plos, phis, csizes, derived)
     return float(per.max()), float(per.sum())
 
 
@@ -360,7 +394,7 @@ def run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_sta
     hi = lo + np.where(cind, np.arange(W), -1).max(axis=2)
     chi = clo + kw.shape[1] - 1
     steps, roffs, rsizes, plos, phis, csizes = boxes(row_lo_hi, lo, hi, clo, chi, derived)
-    per = np.prod(rsizes.astype(float), axis=1) * csizes
+    per = _stored(rsizes, plos, phis, csizes, derived)
     need = per.sum() if posterior else 2 * per.max()
     if need > max_states:
         raise MemoryError(f"the exact table DP needs {need:.3g} stored states "
@@ -368,8 +402,10 @@ def run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_sta
     res = {"z": 0.0, "log_z": -np.inf, "count": 0}
     if (rsizes == 0).any() or (csizes == 0).any() or (phis < plos).any():
         return res
+    if derived and (rsizes[0] != 1).any() or (derived and col_start_sums[0] != roffs[0].sum()):
+        return res                     # derived: one start state, and it must be live
     L = int(limbs)
-    sizes = [(int(np.prod(rsizes[t])), int(csizes[t])) for t in range(len(steps) + 1)]
+    sizes = [(int(per[t]), int(csizes[t])) for t in range(len(steps) + 1)]
     f1 = np.zeros((1, 1))
     u1 = np.zeros((1, 1, 1), np.uint64)
     a = f1

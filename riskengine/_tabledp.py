@@ -53,6 +53,24 @@ class Windows:
         return Windows(cl, cw, rl, rw, kl, kw, int(gl), gw)
 
 
+    def rows_permuted(self, perm) -> Windows:
+        """The same windows with the rows in the order ``perm``."""
+        return Windows(self.cell_lo[perm], self.cell_lw[perm], self.row_lo[perm],
+                       self.row_lw[perm], self.col_lo, self.col_lw, self.grand_lo,
+                       self.grand_lw)
+
+
+def _largest_row_last(win: Windows):
+    """With every total fixed the DP stores the last row's sum implicitly (through the
+    column sum): put the row with the largest total last, the others keep their order."""
+    r, _, derived = _prepare(win)
+    perm = np.arange(r)
+    if derived and r > 1:
+        k = int(np.argmax(win.row_lo))
+        perm = np.concatenate([perm[perm != k], [k]])
+    return win.rows_permuted(perm), np.argsort(perm)
+
+
 class _Empty(Exception):
     pass
 
@@ -140,6 +158,7 @@ def states(win: Windows) -> tuple:
         win = win.trimmed()
     except _Empty:
         return 0.0, 0.0
+    win, _ = _largest_row_last(win)
     _, derived, args, _, _ = _args(win)
     return table_dp.n_states(args[2], args[3], args[4], args[6], args[7], derived)
 
@@ -152,6 +171,7 @@ def solve(win: Windows, with_count: bool = False) -> dict | None:
         win = win.trimmed()
     except _Empty:
         return None
+    win, inv = _largest_row_last(win)
     r, derived, args, scale, shift = _args(win)
     L = _limbs(win, derived) if with_count else 0
     res = table_dp.run(*args, limbs=L, posterior=True, max_states=_MAX_STATES)
@@ -165,8 +185,8 @@ def solve(win: Windows, with_count: bool = False) -> dict | None:
     for i in range(r):
         tot = (tot[:, None] + np.arange(rsize[i])[None, :]).ravel()
     grand = np.bincount(tot, weights=start)
-    return {"log_z": log_z, "cell_lo": win.cell_lo, "cell": res["cell"],
-            "row_lo": roff.astype(np.int64), "row": _pad(rows),
+    return {"log_z": log_z, "cell_lo": win.cell_lo[inv], "cell": res["cell"][inv],
+            "row_lo": roff.astype(np.int64)[inv], "row": _pad(rows)[inv],
             "col_lo": win.col_lo, "col": res["col"],
             "grand_lo": int(roff.sum()), "grand": grand,
             "n": int(res["count"]) if with_count else None}
@@ -184,6 +204,7 @@ def count(win: Windows) -> int:
         win = win.trimmed()
     except _Empty:
         return 0
+    win, _ = _largest_row_last(win)
     _, derived, args, _, _ = _args(win)
     res = table_dp.run(*args, limbs=_limbs(win, derived), posterior=False,
                        max_states=_MAX_STATES)

@@ -91,9 +91,11 @@ def _layout(rsize, derived, plo, phi):
 
 @njit(parallel=True)
 def _cell_fwd(a, ca, out, cout, i, roff_in, rsize_in, roff_out, rsize_out, coff_in, coff_out,
-              lo, wts, ind, derived, start_sum, plo_in, phi_in, plo_out, phi_out, do_float, L):
-    """out[s, p] = sum_v w[v] a[s + v e_i, p - v]; cout likewise with 0/1 weights.
-    Loops over lines along the last row's axis, visiting only live states."""
+              lo, wts, ind, derived, start_sum, plo_in, phi_in, plo_out, phi_out, do_float, L,
+              inv, pmax):
+    """out[s, p] = inv sum_v w[v] a[s + v e_i, p - v]; cout likewise with 0/1 weights (no
+    scaling); pmax[q] = largest output of prefix q.  Loops over lines along the last
+    row's axis, visiting only live states."""
     nc_out = out.shape[1] if do_float else cout.shape[1]
     nc_in = a.shape[1] if do_float else ca.shape[1]
     R1 = rsize_in.shape[0] - 1
@@ -101,6 +103,7 @@ def _cell_fwd(a, ca, out, cout, i, roff_in, rsize_in, roff_out, rsize_out, coff_
     st_out, npre, nl_out = _layout(rsize_out, derived, plo_out, phi_out)
     W = wts.shape[0]
     for q in prange(npre):
+        lm = 0.0
         base = 0
         si = 0
         pre = 0
@@ -138,7 +141,9 @@ def _cell_fwd(a, ca, out, cout, i, roff_in, rsize_in, roff_out, rsize_out, coff_
                                        derived)
                         ci = 0 if derived else c - v - coff_in
                         acc += wts[w] * a[oi, ci]
+                    acc *= inv
                     out[idx, cc] = acc
+                    lm = max(lm, acc)
                 carry = 0
                 for k in range(L):          # limb by limb, counting the carries
                     s = np.uint64(carry)
@@ -154,6 +159,8 @@ def _cell_fwd(a, ca, out, cout, i, roff_in, rsize_in, roff_out, rsize_out, coff_
                             if s < y:
                                 carry += 1
                     cout[idx, cc, k] = s
+        if do_float:
+            pmax[q] = lm
 
 
 @njit(inline="always")
@@ -243,7 +250,7 @@ def _cell_bwd(a, bout, marg, b_next, i, roff_in, rsize_in, roff_out, rsize_out, 
 
 @njit(parallel=True)
 def _col_fwd(a, ca, out, cout, roff, rsize, coff, start_sum, plo, phi, clo, kw, kind, derived,
-             do_float, L):
+             do_float, L, inv, pmax):
     """out[s, 0] = sum_p a[s, p] k(p) (derived: p = start_sum - sum(s), one stored value
     per prefix before and after)."""
     nc = a.shape[1] if do_float else ca.shape[1]
@@ -251,6 +258,7 @@ def _col_fwd(a, ca, out, cout, roff, rsize, coff, start_sum, plo, phi, clo, kw, 
     st, npre, nl = _layout(rsize, derived, plo, phi)
     W = kw.shape[0]
     for q in prange(npre):
+        lm = 0.0
         pre = 0
         for k in range(R1):
             pre += roff[k] + (q // st[k]) % rsize[k]
@@ -268,7 +276,10 @@ def _col_fwd(a, ca, out, cout, roff, rsize, coff, start_sum, plo, phi, clo, kw, 
                 if L > 0 and kind[w]:
                     _add_limbs(cout, idx, 0, ca, idx, cc, L)
             if do_float:
-                out[idx, 0] = acc
+                out[idx, 0] = acc * inv
+                lm = max(lm, acc * inv)
+        if do_float:
+            pmax[q] = lm
 
 
 @njit
@@ -296,11 +307,17 @@ def _col_bwd(a, bout, marg, b_next, roff, rsize, coff, start_sum, plo, phi, clo,
                     marg[w] += a[idx, cc] * t
 
 
-@njit
+@njit(parallel=True)
 def _rescale(a):
-    m = a.max()
+    """Divide by the largest entry (if positive); return its log."""
+    f = a.reshape(-1)
+    m = 0.0
+    for k in prange(f.shape[0]):
+        m = max(m, f[k])
     if m > 0.0:
-        a /= m
+        inv = 1.0 / m
+        for k in prange(f.shape[0]):
+            f[k] *= inv
         return np.log(m)
     return 0.0
 
@@ -416,29 +433,36 @@ def run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_sta
     if L:
         ca = np.zeros(sizes[0] + (L,), np.uint64)
         ca[:, 0, 0] = init_ind(roffs[0], rsizes[0]) > 0
-    logscale = _rescale(a) if posterior else 0.0
+    # deferred rescaling: each step multiplies by 1 / (largest entry of its input)
+    m = a.max() if posterior else 1.0
+    inv = 1.0 / m if m > 0.0 else 1.0
+    logscale = np.log(m) if m > 0.0 else 0.0
     fwd = []
     for t, (kd, i, j) in enumerate(steps):
         fwd.append(a)
         out = np.zeros(sizes[t + 1]) if posterior else f1
         cout = np.zeros(sizes[t + 1] + (L,), np.uint64) if L else u1
+        pmax = np.zeros(_layout(rsizes[t + 1], derived, plos[t + 1], phis[t + 1])[1]
+                        if kd == "cell" else _layout(rsizes[t], derived, plos[t], phis[t])[1])
         ss = int(col_start_sums[j])
         if kd == "cell":
             _cell_fwd(a, ca, out, cout, i, roffs[t], rsizes[t], roffs[t + 1], rsizes[t + 1],
                       plos[t], plos[t + 1], lo[i, j], cw[i, j], cind[i, j], derived, ss,
-                      plos[t], phis[t], plos[t + 1], phis[t + 1], posterior, L)
+                      plos[t], phis[t], plos[t + 1], phis[t + 1], posterior, L, inv, pmax)
         else:
             _col_fwd(a, ca, out, cout, roffs[t], rsizes[t], plos[t], ss, plos[t], phis[t],
-                     clo[j], kw[j], kind[j], derived, posterior, L)
+                     clo[j], kw[j], kind[j], derived, posterior, L, inv, pmax)
         if posterior:
-            logscale += _rescale(out)
+            m = pmax.max() if pmax.size else 0.0
+            inv = 1.0 / m if m > 0.0 else 1.0
+            logscale += np.log(m) if m > 0.0 else 0.0
         a, ca = out, cout
     at_zero = bool((roffs[-1] == 0).all())
     if L and at_zero:
         res["count"] = sum(int(x) << (64 * k) for k, x in enumerate(ca[0, 0]))
     if not posterior:
         return res
-    z = a[0, 0] if at_zero else 0.0
+    z = a[0, 0] * inv if at_zero else 0.0
     res.update(z=z, log_z=(np.log(z) + logscale) if z > 0 else -np.inf)
     if not z > 0.0:
         return res

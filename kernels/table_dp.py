@@ -12,11 +12,13 @@ end of a column its total is weighed and p reset; at the end only s = 0
 survives.  Each stage t has its own box of reachable states: per row
 ``[roff[t, i], roff[t, i] + rsize[t, i])`` intersected with what the remaining
 cells can still hold, and an interval ``[plo[t], phi[t]]`` for p (what the
-column total still allows given the cells left in the column).  ``derived``
-(every total fixed) drops the p axis: p is the start-of-column remaining total
-minus the sum of s, and states whose implied p is outside its interval are dead
-(skipped without work; every step only visits the values of the cell that keep
-p inside the next interval, so the last cell of a column is forced).
+column total still allows given the cells left in the column).  Stored layout:
+rows 0..r-2 in mixed radix (the prefix), then one line per prefix -- the last
+row's remaining sum, times the p axis.  ``derived`` (every total fixed) has no
+separate p axis: p is the start-of-column remaining total minus the sum of s, so
+the line is indexed by p (its interval) and the last row's sum is implied; only
+these live states are stored and visited (every step only takes the cell values
+that keep p inside the next interval, so the last cell of a column is forced).
 
 Every step is a gather (each output state sums its inputs), parallel over the
 output states; the backward pass accumulates the marginals per chunk of states

@@ -6,7 +6,10 @@ Prints one row per case: case, size, candidates, seconds, candidates/s.
 Numba compile (or cache-load) time is measured once per kernel on a tiny problem
 and reported separately; every timed case runs after that warm-up.
 Targets (issue 2, this 2-core machine): diagonal design n = 20 exact by enumeration
-<= 10 s; n = 100 by the structured route <= 10 s.
+<= 10 s; n = 100 by the structured route <= 10 s.  Issue 3: seed 003 rounding example
+exact count <= 5 s and full posterior <= 10 s; margins-only example count + posterior
+<= 2 s (the posterior's forward pass also gives the exact count).  Scaling of the
+table DP: benchmarks/scaling.py; side by side with Normaliz: benchmarks/normaliz.py.
 """
 
 from __future__ import annotations
@@ -72,14 +75,17 @@ def main(argv=None):
     seed_t = rk.Table(S.ORIGINAL_2D, dims=("v", "w"))
     rounded = rk.Release(np.array([[15, 0, 3, 0], [21, 9, 12, 15], [3, 9, 9, 3], [12, 15, 6, 3]]),
                          mechanism=rk.ControlledRounding(3), dims=("v", "w"))
+    n, dt = _time(lambda: rk.count_candidates(rounded))
+    rows.append(("rounding base 3 (seed 003), count", "4x4", n, dt, None))
     post, dt = _time(lambda: rk.posterior(rounded))
     rows.append(("rounding base 3 (seed 003), posterior + count", "4x4", post.n_candidates, dt,
                  None))
     margins = rk.MarginsOnly().protect(seed_t)
     n, dt = _time(lambda: rk.count_candidates(margins))
     rows.append(("margins only (seed 003), count", "4x4, n=135", n, dt, None))
-    post, dt = _time(lambda: rk.posterior(margins, count=False))
-    rows.append(("margins only (seed 003), posterior", "4x4, n=135", n, dt, None))
+    post, dt = _time(lambda: rk.posterior(margins))
+    rows.append(("margins only (seed 003), posterior + count", "4x4, n=135", post.n_candidates,
+                 dt, None))
     big = rk.ControlledRounding(3, method="optimal").protect(
         rk.Table(np.random.default_rng(0).poisson(15, size=(5, 5))))
     post, dt = _time(lambda: rk.posterior(big))

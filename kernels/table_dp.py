@@ -6,29 +6,38 @@ interior cell x_ij takes values ``lo[i, j] + w`` (w < W) with weight
 weight ``kw[j, w]``; row totals and the grand total enter through ``init``, the
 weight of each vector of row totals (the start state).
 
-State: the vector of *remaining* row sums s plus the partial sum of the current
-column.  Cells are added one at a time in column-major order; at the end of a
-column its total is weighed and the partial sum reset; at the end only s = 0
+State: the vector of *remaining* row sums s plus the partial sum p of the
+current column.  Cells are added one at a time in column-major order; at the
+end of a column its total is weighed and p reset; at the end only s = 0
 survives.  Each stage t has its own box of reachable states: per row
 ``[roff[t, i], roff[t, i] + rsize[t, i])`` intersected with what the remaining
-cells can still hold, and likewise for the partial column sum (``coff, csize``),
-so narrow windows (rounding) give small states and wide ones (margins only) are
-bounded by the margins.  ``derived`` (every total fixed) drops the column-sum
-axis: the partial column sum is the start-of-column remaining total minus the
-current one.
+cells can still hold, and an interval ``[plo[t], phi[t]]`` for p (what the
+column total still allows given the cells left in the column).  Stored layout:
+rows 0..r-2 in mixed radix (the prefix), then one line per prefix -- the last
+row's remaining sum, times the p axis.  ``derived`` (every total fixed) has no
+separate p axis: p is the start-of-column remaining total minus the sum of s, so
+the line is indexed by p (its interval) and the last row's sum is implied; only
+these live states are stored and visited (every step only takes the cell values
+that keep p inside the next interval, so the last cell of a column is forced).
 
-The forward pass stores the state array before every step; the backward pass
-computes each step's marginals from it, so one forward and one backward pass
-give the evidence and every marginal.  Arrays are rescaled per step (log scale
-kept).  Counting: 0/1 weights and ``mod > 0`` (a prime < 2^26) reduce every
-stage modulo ``mod`` so sums stay exact in float64; the caller combines primes.
+Every step is a gather (each output state sums its inputs), parallel over the
+output states; the backward pass accumulates the marginals per chunk of states
+(fixed chunking, so results do not depend on the number of threads).  One
+forward pass gives the evidence (floats, rescaled per step, log scale kept)
+and, optionally in the same loops, the exact number of tables with positive
+weight: ``L`` 64-bit limbs added with carries, i.e. arithmetic modulo
+2^(64 L), exact once the caller picks L with count < 2^(64 L) (any upper bound,
+e.g. the product of the window sizes).  The backward pass gives every marginal.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 
 from ._jit import njit
+
+_NCHUNK = 128
 
 
 @njit
@@ -41,102 +50,284 @@ def _strides(size):
 
 
 @njit
-def _cell_step(a, out, marg, b_next, backward, i, roff_in, rsize_in, roff_out, rsize_out,
-               coff_in, coff_out, lo, wts, derived, mod):
-    """Forward: out[s - v e_i, c + v] += a[s, c] w[v].
-    Backward: out[s, c] = sum_v w[v] b_next[s - v e_i, c + v], marg[v] += a[s, c] w b_next."""
-    S, nc_in = a.shape if not backward else (out.shape[0], out.shape[1])
-    nc_out = b_next.shape[1] if backward else out.shape[1]
-    r = rsize_in.shape[0]
-    st_in = _strides(rsize_in)
-    st_out = _strides(rsize_out)
+def _add_limbs(dst, o, cc, src, oi, ci, L):
+    """dst[o, cc, :] += src[oi, ci, :] modulo 2^(64 L)."""
+    if L == 1:
+        dst[o, cc, 0] += src[oi, ci, 0]
+        return
+    carry = np.uint64(0)
+    for k in range(L):
+        y = src[oi, ci, k]
+        s = dst[o, cc, k] + y
+        c1 = s < y
+        s2 = s + carry
+        c2 = s2 < carry
+        dst[o, cc, k] = s2
+        carry = np.uint64(1) if (c1 or c2) else np.uint64(0)
+
+
+@njit
+def _last_range(roff, rsize, derived, start_sum, pre_tot, plo, phi):
+    """Values of the last row's remaining sum in the box (derived: with p in [plo, phi])."""
+    R1 = rsize.shape[0] - 1
+    lo_l = roff[R1]
+    hi_l = roff[R1] + rsize[R1] - 1
+    if derived:
+        lo_l = max(lo_l, start_sum - pre_tot - phi)
+        hi_l = min(hi_l, start_sum - pre_tot - plo)
+    return lo_l, hi_l
+
+
+@njit
+def _layout(rsize, derived, plo, phi):
+    """Strides of rows 0..r-2 (the prefix), number of prefixes, stored line length:
+    the last row's box (or, derived, the column-sum interval, which implies it)."""
+    R1 = rsize.shape[0] - 1
+    st = np.ones(R1, np.int64)
+    for k in range(R1 - 2, -1, -1):
+        st[k] = st[k + 1] * rsize[k + 1]
+    npre = st[0] * rsize[0] if R1 > 0 else 1
+    nl = phi - plo + 1 if derived else rsize[R1]
+    return st, npre, nl
+
+
+@njit(parallel=True)
+def _cell_fwd(a, ca, out, cout, i, roff_in, rsize_in, roff_out, rsize_out, coff_in, coff_out,
+              lo, wts, ind, derived, start_sum, plo_in, phi_in, plo_out, phi_out, do_float, L,
+              inv, pmax):
+    """out[s, p] = inv sum_v w[v] a[s + v e_i, p - v]; cout likewise with 0/1 weights (no
+    scaling); pmax[q] = largest output of prefix q.  Loops over lines along the last
+    row's axis, visiting only live states."""
+    nc_out = out.shape[1] if do_float else cout.shape[1]
+    nc_in = a.shape[1] if do_float else ca.shape[1]
+    R1 = rsize_in.shape[0] - 1
+    st_in, _, nl_in = _layout(rsize_in, derived, plo_in, phi_in)
+    st_out, npre, nl_out = _layout(rsize_out, derived, plo_out, phi_out)
     W = wts.shape[0]
-    for idx in range(S):
+    for q in prange(npre):
+        lm = 0.0
         base = 0
         si = 0
-        for k in range(r):
-            sk = roff_in[k] + (idx // st_in[k]) % rsize_in[k]
+        pre = 0
+        for k in range(R1):
+            sk = roff_out[k] + (q // st_out[k]) % rsize_out[k]
+            pre += sk
             if k == i:
                 si = sk
             else:
-                base += (sk - roff_out[k]) * st_out[k]
-        for cc in range(nc_in):
-            c = coff_in + cc
-            x = a[idx, cc]
-            if not backward and x == 0.0:
-                continue
-            acc = 0.0
-            for w in range(W):
-                wt = wts[w]
-                if wt == 0.0:
-                    continue
-                v = lo + w
-                j = si - v - roff_out[i]
-                if j < 0:
-                    break
-                if j >= rsize_out[i]:
-                    continue
-                c2 = 0 if derived else c + v - coff_out
-                if c2 < 0:
-                    continue
-                if c2 >= nc_out:
-                    break
-                o = base + j * st_out[i]
-                if backward:
-                    t = wt * b_next[o, c2]
-                    acc += t
-                    if mod == 0.0 and x != 0.0:
-                        marg[w] += x * t
+                base += (sk - roff_in[k]) * st_in[k]
+        lo_l, hi_l = _last_range(roff_out, rsize_out, derived, start_sum, pre, plo_out, phi_out)
+        for sl in range(lo_l, hi_l + 1):
+            p = start_sum - pre - sl
+            idx = q * nl_out + (p - plo_out if derived else sl - roff_out[R1])
+            if i == R1:
+                si = sl
+            vmin = roff_in[i] - si
+            vmax = roff_in[i] + rsize_in[i] - 1 - si
+            if derived:
+                vmin = max(vmin, p - phi_in)
+                vmax = min(vmax, p - plo_in)
+            wmin = max(vmin - lo, 0)
+            wmax = min(vmax - lo, W - 1)
+            for cc in range(nc_out):
+                c = coff_out + cc
+                w0, w1 = wmin, wmax
+                if not derived:
+                    w0 = max(w0, c - coff_in - nc_in + 1 - lo)
+                    w1 = min(w1, c - coff_in - lo)
+                if do_float:
+                    acc = 0.0
+                    for w in range(w0, w1 + 1):
+                        v = lo + w
+                        oi = _in_index(base, si, v, sl, p, i, R1, roff_in, st_in, nl_in, plo_in,
+                                       derived)
+                        ci = 0 if derived else c - v - coff_in
+                        acc += wts[w] * a[oi, ci]
+                    acc *= inv
+                    out[idx, cc] = acc
+                    lm = max(lm, acc)
+                carry = 0
+                for k in range(L):          # limb by limb, counting the carries
+                    s = np.uint64(carry)
+                    carry = 0
+                    for w in range(w0, w1 + 1):
+                        if ind[w]:
+                            v = lo + w
+                            oi = _in_index(base, si, v, sl, p, i, R1, roff_in, st_in, nl_in,
+                                           plo_in, derived)
+                            ci = 0 if derived else c - v - coff_in
+                            y = ca[oi, ci, k]
+                            s += y
+                            if s < y:
+                                carry += 1
+                    cout[idx, cc, k] = s
+        if do_float:
+            pmax[q] = lm
+
+
+@njit(inline="always")
+def _in_index(base, si, v, sl, p, i, R1, roff_in, st_in, nl_in, plo_in, derived):
+    """Stored index of the state before cell (i, .) took value v (output state: prefix
+    partial index base, row i at si, last row at sl, column sum p)."""
+    if i == R1:
+        q = base
+        sli = sl + v
+    else:
+        q = base + (si + v - roff_in[i]) * st_in[i]
+        sli = sl
+    return q * nl_in + (p - v - plo_in if derived else sli - roff_in[R1])
+
+
+@njit(inline="always")
+def _out_index(base, si, v, sl, p, i, R1, roff_out, st_out, nl_out, plo_out, derived):
+    """Stored index of the state after cell (i, .) takes value v from (si, sl, p)."""
+    if i == R1:
+        q = base
+        slo = sl - v
+    else:
+        q = base + (si - v - roff_out[i]) * st_out[i]
+        slo = sl
+    return q * nl_out + (p + v - plo_out if derived else slo - roff_out[R1])
+
+
+@njit(parallel=True)
+def _cell_bwd(a, bout, marg, b_next, i, roff_in, rsize_in, roff_out, rsize_out, coff_in,
+              coff_out, lo, wts, derived, start_sum, plo_in, phi_in, plo_out, phi_out):
+    """bout[s, p] = sum_v w[v] b_next[s - v e_i, p + v]; marg[v] += a[s, p] w[v] b_next[..]."""
+    nc_in = a.shape[1]
+    nc_out = b_next.shape[1]
+    R1 = rsize_in.shape[0] - 1
+    st_in, npre, nl_in = _layout(rsize_in, derived, plo_in, phi_in)
+    st_out, _, nl_out = _layout(rsize_out, derived, plo_out, phi_out)
+    W = wts.shape[0]
+    nch = min(_NCHUNK, npre)
+    loc = np.zeros((nch, W))
+    for ch in prange(nch):
+        for q in range(ch * npre // nch, (ch + 1) * npre // nch):
+            base = 0
+            si = 0
+            pre = 0
+            for k in range(R1):
+                sk = roff_in[k] + (q // st_in[k]) % rsize_in[k]
+                pre += sk
+                if k == i:
+                    si = sk
                 else:
-                    out[o, c2] += x * wt
-            if backward:
-                out[idx, cc] = acc
-    if mod > 0.0:
-        for idx in range(out.shape[0]):
-            for cc in range(out.shape[1]):
-                out[idx, cc] = out[idx, cc] % mod
+                    base += (sk - roff_out[k]) * st_out[k]
+            lo_l, hi_l = _last_range(roff_in, rsize_in, derived, start_sum, pre, plo_in, phi_in)
+            for sl in range(lo_l, hi_l + 1):
+                p = start_sum - pre - sl
+                idx = q * nl_in + (p - plo_in if derived else sl - roff_in[R1])
+                if i == R1:
+                    si = sl
+                vmin = si - (roff_out[i] + rsize_out[i] - 1)
+                vmax = si - roff_out[i]
+                if derived:
+                    vmin = max(vmin, plo_out - p)
+                    vmax = min(vmax, phi_out - p)
+                wmin = max(vmin - lo, 0)
+                wmax = min(vmax - lo, W - 1)
+                for cc in range(nc_in):
+                    c = coff_in + cc
+                    w0, w1 = wmin, wmax
+                    if not derived:
+                        w0 = max(w0, coff_out - c - lo)
+                        w1 = min(w1, coff_out + nc_out - 1 - c - lo)
+                    x = a[idx, cc]
+                    acc = 0.0
+                    for w in range(w0, w1 + 1):
+                        v = lo + w
+                        o = _out_index(base, si, v, sl, p, i, R1, roff_out, st_out, nl_out,
+                                       plo_out, derived)
+                        c2 = 0 if derived else c + v - coff_out
+                        t = wts[w] * b_next[o, c2]
+                        acc += t
+                        if x != 0.0:
+                            loc[ch, w] += x * t
+                    bout[idx, cc] = acc
+    for ch in range(nch):
+        for w in range(W):
+            marg[w] += loc[ch, w]
 
 
-@njit
-def _col_step(a, out, marg, b_next, backward, roff, rsize, coff, start_sum, clo, kw, derived,
-              mod):
-    """Forward: out[s, 0] = sum_c a[s, c] k(c).  Backward: out[s, c] = k(c) b_next[s, 0]."""
-    S, nc = a.shape
-    r = rsize.shape[0]
-    st = _strides(rsize)
+@njit(parallel=True)
+def _col_fwd(a, ca, out, cout, roff, rsize, coff, start_sum, plo, phi, clo, kw, kind, derived,
+             do_float, L, inv, pmax):
+    """out[s, 0] = sum_p a[s, p] k(p) (derived: p = start_sum - sum(s), one stored value
+    per prefix before and after)."""
+    nc = a.shape[1] if do_float else ca.shape[1]
+    R1 = rsize.shape[0] - 1
+    st, npre, nl = _layout(rsize, derived, plo, phi)
     W = kw.shape[0]
-    for idx in range(S):
-        tot_rows = 0
-        if derived:
-            for k in range(r):
-                tot_rows += roff[k] + (idx // st[k]) % rsize[k]
-        acc = 0.0
-        for cc in range(nc):
-            tot = start_sum - tot_rows if derived else coff + cc
-            w = tot - clo
-            kk = kw[w] if 0 <= w < W else 0.0
-            if backward:
-                t = kk * b_next[idx, 0]
-                out[idx, cc] = t % mod if mod > 0.0 else t
-                if mod == 0.0 and kk != 0.0:
-                    marg[w] += a[idx, cc] * t
-            else:
-                acc += a[idx, cc] * kk
-        if not backward:
-            out[idx, 0] = acc % mod if mod > 0.0 else acc
+    for q in prange(npre):
+        lm = 0.0
+        pre = 0
+        for k in range(R1):
+            pre += roff[k] + (q // st[k]) % rsize[k]
+        lo_l, hi_l = _last_range(roff, rsize, derived, start_sum, pre, plo, phi)
+        for sl in range(lo_l, hi_l + 1):
+            idx = q * nl + (start_sum - pre - sl - plo if derived else sl - roff[R1])
+            acc = 0.0
+            for cc in range(nc):
+                tot = start_sum - pre - sl if derived else coff + cc
+                w = tot - clo
+                if w < 0 or w >= W:
+                    continue
+                if do_float:
+                    acc += a[idx, cc] * kw[w]
+                if L > 0 and kind[w]:
+                    _add_limbs(cout, idx, 0, ca, idx, cc, L)
+            if do_float:
+                out[idx, 0] = acc * inv
+                lm = max(lm, acc * inv)
+        if do_float:
+            pmax[q] = lm
 
 
 @njit
+def _col_bwd(a, bout, marg, b_next, roff, rsize, coff, start_sum, plo, phi, clo, kw, derived):
+    """bout[s, p] = k(p) b_next[s, 0]; marg[p] += a[s, p] k(p) b_next[s, 0]."""
+    nc = a.shape[1]
+    R1 = rsize.shape[0] - 1
+    st, npre, nl = _layout(rsize, derived, plo, phi)
+    W = kw.shape[0]
+    for q in range(npre):
+        pre = 0
+        for k in range(R1):
+            pre += roff[k] + (q // st[k]) % rsize[k]
+        lo_l, hi_l = _last_range(roff, rsize, derived, start_sum, pre, plo, phi)
+        for sl in range(lo_l, hi_l + 1):
+            idx = q * nl + (start_sum - pre - sl - plo if derived else sl - roff[R1])
+            for cc in range(nc):
+                tot = start_sum - pre - sl if derived else coff + cc
+                w = tot - clo
+                if w < 0 or w >= W:
+                    continue
+                t = kw[w] * b_next[idx, 0]
+                bout[idx, cc] = t
+                if kw[w] != 0.0:
+                    marg[w] += a[idx, cc] * t
+
+
+@njit(parallel=True)
 def _rescale(a):
-    m = a.max()
+    """Divide by the largest entry (if positive); return its log."""
+    f = a.reshape(-1)
+    m = 0.0
+    for k in prange(f.shape[0]):
+        m = max(m, f[k])
     if m > 0.0:
-        a /= m
+        inv = 1.0 / m
+        for k in prange(f.shape[0]):
+            f[k] *= inv
         return np.log(m)
     return 0.0
 
 
-def _boxes(r, c, row_lo_hi, lo, hi, clo, chi, derived):
-    """Per-stage boxes of reachable states (remaining row sums, partial column sum)."""
+def boxes(row_lo_hi, lo, hi, clo, chi, derived):
+    """Per-stage boxes of reachable states: steps, row offsets and sizes (stage, r),
+    column-sum intervals plo, phi (stage,) and the stored column-axis size (1 if derived)."""
+    r, c = lo.shape
     steps = []
     for j in range(c):
         for i in range(r):
@@ -150,13 +341,13 @@ def _boxes(r, c, row_lo_hi, lo, hi, clo, chi, derived):
         fut_hi[:, j] = fut_hi[:, j + 1] + hi[:, j]
     rlo = np.maximum(row_lo_hi[:, 0], fut_lo[:, 0])
     rhi = np.minimum(row_lo_hi[:, 1], fut_hi[:, 0])
-    roffs, rsizes, coffs, csizes = [], [], [], []
+    roffs, rsizes, plos, phis = [], [], [], []
     cl, ch = 0, 0
     for kind, i, j in steps:
         roffs.append(rlo.copy())
         rsizes.append(np.maximum(rhi - rlo + 1, 0))
-        coffs.append(cl)
-        csizes.append(1 if derived else max(ch - cl + 1, 0))
+        plos.append(cl)
+        phis.append(ch)
         if kind == "cell":
             rlo = rlo.copy()
             rhi = rhi.copy()
@@ -170,83 +361,128 @@ def _boxes(r, c, row_lo_hi, lo, hi, clo, chi, derived):
             cl, ch = 0, 0
     roffs.append(rlo.copy())
     rsizes.append(np.maximum(rhi - rlo + 1, 0))
-    coffs.append(0)
-    csizes.append(1)
-    return steps, np.array(roffs), np.array(rsizes), np.array(coffs), np.array(csizes)
+    plos.append(0)
+    phis.append(0)
+    plos, phis = np.array(plos, np.int64), np.array(phis, np.int64)
+    csizes = np.ones(len(plos), np.int64) if derived else np.maximum(phis - plos + 1, 0)
+    return steps, np.array(roffs), np.array(rsizes), plos, phis, csizes
 
 
-def run(init_fn, row_lo_hi, lo, cw, clo, kw, derived, col_start_sums, mod=0.0,
-        max_states=40_000_000):
-    """Forward-backward over the table.
+def _stored(rsizes, plos, phis, csizes, derived):
+    """Stored states per stage: prefix box x line (last row, or derived the column sum)."""
+    pre = np.prod(rsizes[:, :-1].astype(float), axis=1)
+    line = np.maximum(phis - plos + 1, 0) if derived else rsizes[:, -1]
+    return pre * line * csizes
+
+
+def n_states(row_lo_hi, lo, cw, clo, kw, derived):
+    """(largest stage, sum over stages) of the number of stored states."""
+    hi = lo + np.where(cw > 0, np.arange(cw.shape[2]), -1).max(axis=2)
+    _, _, rsizes, plos, phis, csizes = boxes(row_lo_hi, lo, hi, clo, clo + kw.shape[1] - 1,
+                                             derived)
+    per = _stored(rsizes, plos, phis, csizes, derived)
+    return float(per.max()), float(per.sum())
+
+
+def run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums,
+        limbs=0, posterior=True, max_states=2e8):
+    """Forward (and backward) pass over the table.
 
     Parameters
     ----------
-    init_fn : callable(roff, rsize) -> float64 (S,)
-        Weight of each start state (vector of row totals) in the given box (mixed radix,
-        last row fastest).
+    init, init_ind : callable(roff, rsize) -> float64 (S,)
+        Weight (and 0/1 indicator) of each start state (vector of row totals) in the
+        given box (mixed radix, last row fastest).
     row_lo_hi : int64 (r, 2)   range of each row total
-    lo, cw : int64 (r, c), float64 (r, c, W)  cell windows and weights
-    clo, kw : int64 (c,), float64 (c, Wc)     column-total windows and weights
+    lo, cw, cind : int64 (r, c), float64 (r, c, W), bool (r, c, W)
+        cell windows, weights and which values are possible (positive weight)
+    clo, kw, kind : int64 (c,), float64 (c, Wc), bool (c, Wc)  the same for column totals
     derived : bool       every total fixed: no column-sum axis
     col_start_sums : int64 (c,)  remaining grand total at each column start (derived mode)
-    mod : float          0 for real weights; a prime < 2^26 for counting modulo it
+    limbs : int          0: no count; L > 0: count modulo 2^(64 L) in the forward pass
+    posterior : bool     float weights, evidence and marginals (else count only)
+    max_states : float   refuse (MemoryError) when the stored states exceed this
 
     Returns
     -------
-    dict: z, log_z; with mod == 0 also normalised cell marginals (r, c, W), column-total
-    marginals (c, Wc) and the start-state marginal with its box (roff0, rsize0).
+    dict: z, log_z (posterior), count (limbs > 0, Python int modulo 2^(64 L)); with
+    posterior also normalised cell marginals (r, c, W), column-total marginals (c, Wc)
+    and the start-state marginal with its box (roff0, rsize0).
     """
-    r, c = lo.shape
     W = cw.shape[2]
-    hi = lo + np.where(cw > 0, np.arange(W), -1).max(axis=2)
+    hi = lo + np.where(cind, np.arange(W), -1).max(axis=2)
     chi = clo + kw.shape[1] - 1
-    steps, roffs, rsizes, coffs, csizes = _boxes(r, c, row_lo_hi, lo, hi, clo, chi, derived)
-    n_states = (np.prod(rsizes.astype(float), axis=1) * csizes).max()
-    if n_states > max_states:
-        raise MemoryError(f"the exact table DP needs {n_states:.3g} states at one step; "
-                          f"the limit is {max_states:.3g}")
-    empty = (rsizes == 0).any() or (csizes == 0).any()
-    res = {"z": 0.0, "log_z": -np.inf}
-    if empty:
+    steps, roffs, rsizes, plos, phis, csizes = boxes(row_lo_hi, lo, hi, clo, chi, derived)
+    per = _stored(rsizes, plos, phis, csizes, derived)
+    need = per.sum() if posterior else 2 * per.max()
+    if need > max_states:
+        raise MemoryError(f"the exact table DP needs {need:.3g} stored states "
+                          f"(largest stage {per.max():.3g}); the limit is {max_states:.3g}")
+    res = {"z": 0.0, "log_z": -np.inf, "count": 0}
+    if (rsizes == 0).any() or (csizes == 0).any() or (phis < plos).any():
         return res
-    a = np.zeros((int(np.prod(rsizes[0])), 1))
-    a[:, 0] = init_fn(roffs[0], rsizes[0])
-    if mod > 0.0:
-        a %= mod
-    logscale = _rescale(a) if mod == 0.0 else 0.0
+    if derived and (rsizes[0] != 1).any() or (derived and col_start_sums[0] != roffs[0].sum()):
+        return res                     # derived: one start state, and it must be live
+    L = int(limbs)
+    sizes = [(int(per[t]), int(csizes[t])) for t in range(len(steps) + 1)]
+    f1 = np.zeros((1, 1))
+    u1 = np.zeros((1, 1, 1), np.uint64)
+    a = f1
+    if posterior:
+        a = np.zeros(sizes[0])
+        a[:, 0] = init(roffs[0], rsizes[0])
+    ca = u1
+    if L:
+        ca = np.zeros(sizes[0] + (L,), np.uint64)
+        ca[:, 0, 0] = init_ind(roffs[0], rsizes[0]) > 0
+    # deferred rescaling: each step multiplies by 1 / (largest entry of its input)
+    m = a.max() if posterior else 1.0
+    inv = 1.0 / m if m > 0.0 else 1.0
+    logscale = np.log(m) if m > 0.0 else 0.0
     fwd = []
-    dummy = np.zeros(1)
-    dummy2 = np.zeros((1, 1))
-    for t, (kind, i, j) in enumerate(steps):
+    for t, (kd, i, j) in enumerate(steps):
         fwd.append(a)
-        out = np.zeros((int(np.prod(rsizes[t + 1])), int(csizes[t + 1])))
-        if kind == "cell":
-            _cell_step(a, out, dummy, dummy2, False, i, roffs[t], rsizes[t], roffs[t + 1],
-                       rsizes[t + 1], coffs[t], coffs[t + 1], lo[i, j], cw[i, j], derived, mod)
+        out = np.zeros(sizes[t + 1]) if posterior else f1
+        cout = np.zeros(sizes[t + 1] + (L,), np.uint64) if L else u1
+        pmax = np.zeros(_layout(rsizes[t + 1], derived, plos[t + 1], phis[t + 1])[1]
+                        if kd == "cell" else _layout(rsizes[t], derived, plos[t], phis[t])[1])
+        ss = int(col_start_sums[j])
+        if kd == "cell":
+            _cell_fwd(a, ca, out, cout, i, roffs[t], rsizes[t], roffs[t + 1], rsizes[t + 1],
+                      plos[t], plos[t + 1], lo[i, j], cw[i, j], cind[i, j], derived, ss,
+                      plos[t], phis[t], plos[t + 1], phis[t + 1], posterior, L, inv, pmax)
         else:
-            _col_step(a, out, dummy, dummy2, False, roffs[t], rsizes[t], coffs[t],
-                      col_start_sums[j], clo[j], kw[j], derived, mod)
-        if mod == 0.0:
-            logscale += _rescale(out)
-        a = out
-    # final box must contain s = 0 only
-    z = a[0, 0] if (roffs[-1] == 0).all() else 0.0
-    res = {"z": z, "log_z": (np.log(z) + logscale) if (mod == 0.0 and z > 0) else -np.inf}
-    if mod > 0.0 or not z > 0.0:
+            _col_fwd(a, ca, out, cout, roffs[t], rsizes[t], plos[t], ss, plos[t], phis[t],
+                     clo[j], kw[j], kind[j], derived, posterior, L, inv, pmax)
+        if posterior:
+            m = pmax.max() if pmax.size else 0.0
+            inv = 1.0 / m if m > 0.0 else 1.0
+            logscale += np.log(m) if m > 0.0 else 0.0
+        a, ca = out, cout
+    at_zero = bool((roffs[-1] == 0).all())
+    if L and at_zero:
+        res["count"] = sum(int(x) << (64 * k) for k, x in enumerate(ca[0, 0]))
+    if not posterior:
+        return res
+    z = a[0, 0] * inv if at_zero else 0.0
+    res.update(z=z, log_z=(np.log(z) + logscale) if z > 0 else -np.inf)
+    if not z > 0.0:
         return res
     b = np.zeros_like(a)
     b[0, 0] = 1.0
     cell_m = np.zeros(cw.shape)
     col_m = np.zeros(kw.shape)
     for t in range(len(steps) - 1, -1, -1):
-        kind, i, j = steps[t]
+        kd, i, j = steps[t]
         bout = np.zeros_like(fwd[t])
-        if kind == "cell":
-            _cell_step(fwd[t], bout, cell_m[i, j], b, True, i, roffs[t], rsizes[t], roffs[t + 1],
-                       rsizes[t + 1], coffs[t], coffs[t + 1], lo[i, j], cw[i, j], derived, 0.0)
+        ss = int(col_start_sums[j])
+        if kd == "cell":
+            _cell_bwd(fwd[t], bout, cell_m[i, j], b, i, roffs[t], rsizes[t], roffs[t + 1],
+                      rsizes[t + 1], plos[t], plos[t + 1], lo[i, j], cw[i, j], derived, ss,
+                      plos[t], phis[t], plos[t + 1], phis[t + 1])
         else:
-            _col_step(fwd[t], bout, col_m[j], b, True, roffs[t], rsizes[t], coffs[t],
-                      col_start_sums[j], clo[j], kw[j], derived, 0.0)
+            _col_bwd(fwd[t], bout, col_m[j], b, roffs[t], rsizes[t], plos[t], ss, plos[t],
+                     phis[t], clo[j], kw[j], derived)
         _rescale(bout)
         b = bout
     start = fwd[0][:, 0] * b[:, 0]

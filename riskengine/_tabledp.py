@@ -4,7 +4,8 @@ Everything is described as log-weights over windows: every interior cell, every
 row total, every column total and the grand total has a first value and a row
 of log-weights (-inf = impossible).  ``solve`` returns the log evidence and the
 marginal of every entry; ``count`` returns the exact number of tables with
-positive weight (Chinese remaindering over primes below 2^25).
+positive weight (exact integers: the kernel adds 64-bit limbs with carries, with
+enough limbs for an upper bound of the count).
 """
 
 from __future__ import annotations
@@ -16,20 +17,8 @@ import numpy as np
 
 from kernels import table_dp
 
-_MAX_STATES = 40_000_000
-
-
-def _primes_below(n: int, k: int) -> list:
-    out = []
-    x = n - 1
-    while len(out) < k:
-        if x % 2 and all(x % d for d in range(3, int(math.isqrt(x)) + 1, 2)):
-            out.append(x)
-        x -= 1
-    return out
-
-
-_PRIMES = _primes_below(2 ** 25, 12)
+# stored float64 states over all stages (posterior) or twice the largest stage (count)
+_MAX_STATES = 2e8
 
 
 @dataclass
@@ -44,7 +33,7 @@ class Windows:
     grand_lo: int
     grand_lw: np.ndarray     # (Wg,)
 
-    def trimmed(self) -> "Windows":
+    def trimmed(self) -> Windows:
         """Drop impossible values at the ends of every window (tighter DP state)."""
         def trim(lo, lw):
             fin = np.isfinite(lw)
@@ -62,6 +51,24 @@ class Windows:
         kl, kw = trim(self.col_lo, self.col_lw)
         gl, gw = trim(np.array(self.grand_lo), self.grand_lw)
         return Windows(cl, cw, rl, rw, kl, kw, int(gl), gw)
+
+
+    def rows_permuted(self, perm) -> Windows:
+        """The same windows with the rows in the order ``perm``."""
+        return Windows(self.cell_lo[perm], self.cell_lw[perm], self.row_lo[perm],
+                       self.row_lw[perm], self.col_lo, self.col_lw, self.grand_lo,
+                       self.grand_lw)
+
+
+def _largest_row_last(win: Windows):
+    """With every total fixed the DP stores the last row's sum implicitly (through the
+    column sum): put the row with the largest total last, the others keep their order."""
+    r, _, derived = _prepare(win)
+    perm = np.arange(r)
+    if derived and r > 1:
+        k = int(np.argmax(win.row_lo))
+        perm = np.concatenate([perm[perm != k], [k]])
+    return win.rows_permuted(perm), np.argsort(perm)
 
 
 class _Empty(Exception):
@@ -123,22 +130,54 @@ def _col_starts(win: Windows, derived):
     return (N - np.concatenate([[0], np.cumsum(win.col_lo)[:-1]])).astype(np.int64)
 
 
-def solve(win: Windows) -> dict | None:
-    """Log evidence and all marginals; None when no table has positive weight."""
+def _args(win: Windows):
+    r, row_lo_hi, derived = _prepare(win)
+    init_fn, scale = _start_weights(win, indicator=False)
+    init_ind, _ = _start_weights(win, indicator=True)
+    cw, cmx = _scaled(win.cell_lw)
+    kw, kmx = _scaled(win.col_lw)
+    args = (init_fn, init_ind, row_lo_hi, win.cell_lo.astype(np.int64), cw,
+            np.isfinite(win.cell_lw), win.col_lo.astype(np.int64), kw, np.isfinite(win.col_lw),
+            derived, _col_starts(win, derived))
+    return r, derived, args, scale, cmx.sum() + kmx.sum()
+
+
+def _limbs(win: Windows, derived: bool) -> int:
+    """64-bit limbs enough for the count: it is at most the product of the number of
+    possible values of the cells that are not implied by the margins."""
+    n = np.isfinite(win.cell_lw).sum(axis=-1)
+    if derived:                        # last row and column follow from the fixed totals
+        n = n[:-1, :-1]
+    bound = math.prod(int(x) for x in n.ravel())
+    return bound.bit_length() // 64 + 1
+
+
+def states(win: Windows) -> tuple:
+    """(largest stage, total) number of stored DP states, without running the DP."""
+    try:
+        win = win.trimmed()
+    except _Empty:
+        return 0.0, 0.0
+    win, _ = _largest_row_last(win)
+    _, derived, args, _, _ = _args(win)
+    return table_dp.n_states(args[2], args[3], args[4], args[6], args[7], derived)
+
+
+def solve(win: Windows, with_count: bool = False) -> dict | None:
+    """Log evidence and all marginals (and with ``with_count`` the exact number of
+    tables with positive weight, key ``n``, from the same forward pass); None when no
+    table has positive weight."""
     try:
         win = win.trimmed()
     except _Empty:
         return None
-    r, row_lo_hi, derived = _prepare(win)
-    init_fn, scale = _start_weights(win, indicator=False)
-    cw, cmx = _scaled(win.cell_lw)
-    kw, kmx = _scaled(win.col_lw)
-    res = table_dp.run(init_fn, row_lo_hi, win.cell_lo.astype(np.int64), cw,
-                       win.col_lo.astype(np.int64), kw, derived, _col_starts(win, derived), 0.0,
-                       _MAX_STATES)
+    win, inv = _largest_row_last(win)
+    r, derived, args, scale, shift = _args(win)
+    L = _limbs(win, derived) if with_count else 0
+    res = table_dp.run(*args, limbs=L, posterior=True, max_states=_MAX_STATES)
     if not np.isfinite(res["log_z"]):
         return None
-    log_z = res["log_z"] + scale[0] + cmx.sum() + kmx.sum()
+    log_z = res["log_z"] + scale[0] + shift
     start, roff, rsize = res["start"], res["roff0"], res["rsize0"]
     grid = start.reshape(tuple(int(x) for x in rsize))
     rows = [grid.sum(axis=tuple(k for k in range(r) if k != i)) for i in range(r)]
@@ -146,10 +185,11 @@ def solve(win: Windows) -> dict | None:
     for i in range(r):
         tot = (tot[:, None] + np.arange(rsize[i])[None, :]).ravel()
     grand = np.bincount(tot, weights=start)
-    return {"log_z": log_z, "cell_lo": win.cell_lo, "cell": res["cell"],
-            "row_lo": roff.astype(np.int64), "row": _pad(rows),
+    return {"log_z": log_z, "cell_lo": win.cell_lo[inv], "cell": res["cell"][inv],
+            "row_lo": roff.astype(np.int64)[inv], "row": _pad(rows)[inv],
             "col_lo": win.col_lo, "col": res["col"],
-            "grand_lo": int(roff.sum()), "grand": grand}
+            "grand_lo": int(roff.sum()), "grand": grand,
+            "n": int(res["count"]) if with_count else None}
 
 
 def _pad(rows):
@@ -158,37 +198,14 @@ def _pad(rows):
 
 
 def count(win: Windows) -> int:
-    """Exact number of tables with positive weight."""
+    """Exact number of tables with positive weight (one forward pass in exact
+    multi-limb integer arithmetic)."""
     try:
         win = win.trimmed()
     except _Empty:
         return 0
-    r, row_lo_hi, derived = _prepare(win)
-    init_fn, _ = _start_weights(win, indicator=True)
-    cw = np.isfinite(win.cell_lw).astype(float)
-    kw = np.isfinite(win.col_lw).astype(float)
-    lo = win.cell_lo.astype(np.int64)
-    clo = win.col_lo.astype(np.int64)
-    starts = _col_starts(win, derived)
-    est = table_dp.run(init_fn, row_lo_hi, lo, cw, clo, kw, derived, starts, 0.0,
-                       _MAX_STATES)["log_z"]
-    if not np.isfinite(est):
-        return 0
-    need = est / math.log(2) + 4      # bits, with margin
-    residues, mods, bits = [], [], 0.0
-    for p in _PRIMES:
-        z = table_dp.run(init_fn, row_lo_hi, lo, cw, clo, kw, derived, starts, float(p),
-                         _MAX_STATES)["z"]
-        residues.append(int(round(z)))
-        mods.append(p)
-        bits += math.log2(p)
-        if bits > need:
-            break
-    else:
-        raise OverflowError("count too large for the available moduli")
-    x, M = 0, 1
-    for a, p in zip(residues, mods):       # Chinese remaindering
-        t = ((a - x) * pow(M, -1, p)) % p
-        x += M * t
-        M *= p
-    return int(x)
+    win, _ = _largest_row_last(win)
+    _, derived, args, _, _ = _args(win)
+    res = table_dp.run(*args, limbs=_limbs(win, derived), posterior=False,
+                       max_states=_MAX_STATES)
+    return int(res["count"])

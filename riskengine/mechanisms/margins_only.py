@@ -70,10 +70,10 @@ class MarginsOnly(Mechanism):
         if len(release.dims) == 3 or route == "enumerate":
             return _enumerate_3d(release, prior, self)
         win = self._windows(release, prior)
-        res = _tabledp.solve(win)
+        res = _tabledp.solve(win, with_count=count)
         if res is None:
             raise ValueError("no table is consistent with these margins under this prior")
-        n = _tabledp.count(win) if count else None
+        n = res["n"]
         return _posterior_from_dp(res, release, prior, n, "margins_only/dp", self)
 
     def count_candidates(self, release, prior: Prior | None = None, route: str = "auto") -> int:

@@ -162,11 +162,11 @@ class ControlledRounding(Mechanism):
             return _rounding3d.posterior_3d(self, release, prior)
         V.choice(route, "route", ("auto", "dp"))
         win = self._windows(release, prior)
-        res = _tabledp.solve(win)
+        res = _tabledp.solve(win, with_count=count)
         if res is None:
             raise ValueError("no original table is consistent with this rounded release "
                              "under this prior")
-        n = _tabledp.count(win) if count else None
+        n = res["n"]
         post = _posterior_from_dp(res, release, prior, n,
                                   f"controlled_rounding/{self.likelihood}/dp", self)
         if self.likelihood == "unbiased":

@@ -20,6 +20,9 @@ from . import cycles, priors
 from ._io import read_csv_long, read_csv_wide, read_netcdf, read_table
 from .mechanisms import (BinomialPerturbation, Bootstrap, ControlledRounding, CyclicPerturbation, MarginsOnly, Mechanism,
                          frechet_bounds)
+from .mechanisms import CellSuppression
+from .audit import audit
+from .suppress import suppress
 from .posterior import Posterior, count_candidates, posterior
 from .release import Release
 from .table import Table
@@ -30,6 +33,7 @@ __all__ = [
     "Table", "Release", "Posterior", "posterior", "count_candidates",
     "CyclicPerturbation", "ControlledRounding", "MarginsOnly", "frechet_bounds",
     "Bootstrap", "BinomialPerturbation",
+    "CellSuppression", "suppress", "audit",
     "Mechanism", "cycles", "priors",
     "read_table", "read_csv_long", "read_csv_wide", "read_netcdf",
 ]

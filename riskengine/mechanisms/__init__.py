@@ -13,7 +13,7 @@ import numpy as np
 
 __all__ = ["Mechanism", "REGISTRY", "register", "mechanism_from_dict", "CyclicPerturbation",
            "MarginsOnly", "ControlledRounding", "frechet_bounds", "Bootstrap",
-           "BinomialPerturbation"]
+           "BinomialPerturbation", "CellSuppression"]
 
 REGISTRY: dict = {}
 
@@ -78,3 +78,4 @@ from .cyclic import CyclicPerturbation  # noqa: E402  (each registers itself)
 from .margins_only import MarginsOnly, frechet_bounds  # noqa: E402
 from .resampling import BinomialPerturbation, Bootstrap  # noqa: E402
 from .rounding import ControlledRounding  # noqa: E402
+from .suppression import CellSuppression  # noqa: E402

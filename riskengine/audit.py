@@ -9,8 +9,9 @@ two linear programs per suppressed cell (HiGHS through ``scipy.optimize.linprog`
 The LPs are batched: the equations are restricted once to the unknown cells,
 equations with no unknown cell are dropped, and the unknowns are split into the
 connected components of the remaining system (a suppressed cell's interval only
-depends on its own component), so each LP is as small as it can be.  Values are
-divided by the largest published magnitude before solving and multiplied back.
+depends on its own component), so each LP is as small as it can be.  Each
+component's right-hand side is divided by its largest entry before solving (small
+cells in a table with huge totals keep their precision) and multiplied back.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ def intervals(system: TabularSystem, x, only=None) -> tuple:
 
     Returns ``(lower, upper)``, float vectors of length ``system.n_var``: the published
     value where ``x`` is known, the LP minimum / maximum where it is not (``inf`` when
-    unbounded).  ``only`` (indices into the vector) restricts the LPs to those unknowns
+    unbounded).  When rounding in the published values makes the equations slightly
+    inconsistent (within :func:`riskengine.linear.equation_tol`), every equation gets
+    the smallest uniform slack that restores a nonnegative completion.  ``only`` (indices into the vector) restricts the LPs to those unknowns
     (the others stay NaN).  Raises ``ValueError`` when no nonnegative completion exists.
     """
     x = np.asarray(x, dtype=float)
@@ -50,9 +53,58 @@ def intervals(system: TabularSystem, x, only=None) -> tuple:
     only_set = None if only is None else {int(i) for i in np.atleast_1d(only)}
     if unk.size == 0:
         return lower, upper
-    scale = max(float(np.abs(x[known]).max()) if known.any() else 0.0, 1.0)
+    from .linear import equation_tol
+    eq_tol = equation_tol(system, x)
     A = system.A.tocsc()
-    rhs = -(A[:, known] @ x[known]) / scale
+    rhs = -(A[:, known] @ x[known])
+    Au = A[:, unk].tocsr()
+    rows = np.flatnonzero(np.diff(Au.indptr) > 0)
+    Au, rhs = Au[rows], rhs[rows]
+    # components of the bipartite graph unknowns <-> equations
+    n_u, n_r = len(unk), len(rows)
+    adj = sp.bmat([[None, Au.T], [Au, None]], format="csr") if n_r else sp.csr_matrix((n_u, n_u))
+    _, comp = connected_components(adj, directed=False)
+    ucomp = comp[:n_u]
+    rcomp = comp[n_u:]
+    for c in np.unique(ucomp):
+        cols = np.flatnonzero(ucomp == c)
+        rr = np.flatnonzero(rcomp == c)
+        if only is not None and not only_set.intersection(unk[cols].tolist()):
+            continue
+        if rr.size == 0:  # no equation touches these cells: anything >= 0
+            lower[unk[cols]] = 0.0
+            upper[unk[cols]] = np.inf
+            continue
+        sub = Au[rr][:, cols].toarray()
+        scale = float(np.abs(rhs[rr]).max())
+        scale = scale if scale > 0 else 1.0
+        b = rhs[rr] / scale
+        slack = _consistent(sub, b, eq_tol / scale)
+        nc = len(cols)
+        if slack:
+            bounds = [(0, None)] * nc + [(-slack, slack)] * sub.shape[0]
+            A_eq = np.hstack([sub, np.eye(sub.shape[0])])
+        else:
+            bounds, A_eq = (0, None), sub
+        for k, j in enumerate(cols):
+            if only is not None and unk[j] not in only_set:
+                continue
+            for sign, out in ((1.0, lower), (-1.0, upper)):
+                cvec = np.zeros(A_eq.shape[1])
+                cvec[k] = sign
+                res = linprog(cvec, A_eq=A_eq, b_eq=b, bounds=bounds, method="highs")
+                if res.status == 3:
+                    out[unk[j]] = np.inf
+                    continue
+                if res.status != 0:
+                    raise RuntimeError(f"HiGHS failed on the audit LP of cell {unk[j]}: "
+                                       f"{res.message}")
+                out[unk[j]] = max(sign * res.fun * scale, 0.0)
+    return lower, upper
+    from .linear import equation_tol
+    eq_tol = equation_tol(system, x)
+    A = system.A.tocsc()
+    rhs = -(A[:, known] @ x[known])
     Au = A[:, unk].tocsr()
     rows = np.flatnonzero(np.diff(Au.indptr) > 0)
     Au, rhs = Au[rows], rhs[rows]
@@ -91,6 +143,27 @@ def intervals(system: TabularSystem, x, only=None) -> tuple:
                                        f"{res.message}")
                 out[unk[j]] = max(sign * res.fun * scale, 0.0)
     return lower, upper
+
+
+def _consistent(sub, b, tol) -> float:
+    """Published values are rounded: if ``sub y = b, y >= 0`` is infeasible, the smallest
+    uniform slack ``t`` (``|sub y - b| <= t``) that makes it feasible; refused when ``t``
+    exceeds the additivity tolerance.  0 when the equations hold exactly."""
+    m, n = sub.shape
+    res = linprog(np.zeros(n), A_eq=sub, b_eq=b, bounds=(0, None), method="highs")
+    if res.status == 0:
+        return 0.0
+    # min t  s.t.  sub y - b <= t,  b - sub y <= t,  y >= 0
+    A_ub = np.block([[sub, -np.ones((m, 1))], [-sub, -np.ones((m, 1))]])
+    c = np.zeros(n + 1)
+    c[-1] = 1.0
+    r2 = linprog(c, A_ub=A_ub, b_ub=np.concatenate([b, -b]), bounds=(0, None), method="highs")
+    if r2.status != 0 or r2.x[-1] > tol:
+        gap = r2.x[-1] if r2.status == 0 else float("nan")
+        raise ValueError("the published cells admit no nonnegative completion: the "
+                         f"equations T x = 0 with x >= 0 miss by {gap:.6g} (relative to the "
+                         f"component), above the additivity tolerance {tol:.3g}")
+    return float(r2.x[-1]) * (1 + 1e-6) + 1e-12
 
 
 def _interior_array(a, name: str, dims: tuple, shape: tuple, dtype) -> np.ndarray:

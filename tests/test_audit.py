@@ -17,8 +17,9 @@ import riskengine as rk
 TOL = 1e-6
 
 
-def reference_intervals(x, supp, sums):
-    """``sums``: list of (mask of interior cells, published sum).  Returns lower, upper."""
+def reference_intervals(x, supp, sums, only=None):
+    """``sums``: list of (mask of interior cells, published sum).  Returns lower, upper
+    (``only``: a mask of the suppressed cells to solve for; the others stay NaN)."""
     idx = list(zip(*np.nonzero(supp)))
     pos = {c: k for k, c in enumerate(idx)}
     rows, rhs = [], []
@@ -35,6 +36,8 @@ def reference_intervals(x, supp, sums):
     lo = np.where(supp, np.nan, x)
     hi = lo.copy()
     for c, k in pos.items():
+        if only is not None and not only[c]:
+            continue
         e = np.zeros(len(idx))
         e[k] = 1.0
         r1 = linprog(e, A_eq=np.array(rows), b_eq=np.array(rhs), bounds=(0, None),

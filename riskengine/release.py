@@ -90,6 +90,10 @@ class Release:
             if kind is None:
                 af = arr.astype(float)
                 fin = af[~np.isnan(af)]
+                # suppressed cells hide values: the totals tell counts from magnitudes too
+                for v in dict(margins or {}).values():
+                    v = v.values if isinstance(v, xr.DataArray) else v
+                    fin = np.concatenate([fin, np.ravel(np.asarray(v, dtype=float))])
                 kind = "count" if np.all(fin == np.round(fin)) else "magnitude"
             self.published = (V.count_array(arr, "published", allow_nan=True) if kind == "count"
                               else V.magnitude_array(arr, "published", allow_nan=True))

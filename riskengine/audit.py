@@ -42,8 +42,12 @@ def intervals(system: TabularSystem, x, only=None) -> tuple:
     value where ``x`` is known, the LP minimum / maximum where it is not (``inf`` when
     unbounded).  When rounding in the published values makes the equations slightly
     inconsistent (within :func:`riskengine.linear.equation_tol`), every equation gets
-    the smallest uniform slack that restores a nonnegative completion.  ``only`` (indices into the vector) restricts the LPs to those unknowns
-    (the others stay NaN).  Raises ``ValueError`` when no nonnegative completion exists.
+    the smallest uniform slack that restores a nonnegative completion.  ``only`` (indices
+    into the vector) restricts the LPs to those unknowns (the others stay NaN).
+
+    Shortcuts (exact): an unknown alone in an equation is determined by it and is
+    substituted before any LP (repeatedly); the maxima are solved first, and an unknown
+    that is 0 in any optimal vertex found on the way has lower bound 0 without its LP.  Raises ``ValueError`` when no nonnegative completion exists.
     """
     x = np.asarray(x, dtype=float)
     known = np.isfinite(x)
@@ -55,6 +59,12 @@ def intervals(system: TabularSystem, x, only=None) -> tuple:
         return lower, upper
     from .linear import equation_tol
     eq_tol = equation_tol(system, x)
+    x, fixed = _substitute_singletons(system, x, eq_tol)
+    lower[fixed] = upper[fixed] = x[fixed]
+    known = np.isfinite(x)
+    unk = np.flatnonzero(~known)
+    if unk.size == 0:
+        return lower, upper
     A = system.A.tocsc()
     rhs = -(A[:, known] @ x[known])
     Au = A[:, unk].tocsr()
@@ -86,10 +96,14 @@ def intervals(system: TabularSystem, x, only=None) -> tuple:
             A_eq = np.hstack([sub, np.eye(sub.shape[0])])
         else:
             bounds, A_eq = (0, None), sub
-        for k, j in enumerate(cols):
-            if only is not None and unk[j] not in only_set:
-                continue
-            for sign, out in ((1.0, lower), (-1.0, upper)):
+        zero_seen = np.zeros(nc, bool)
+        for sign, out in ((-1.0, upper), (1.0, lower)):
+            for k, j in enumerate(cols):
+                if only is not None and unk[j] not in only_set:
+                    continue
+                if sign > 0 and zero_seen[k]:
+                    out[unk[j]] = 0.0
+                    continue
                 cvec = np.zeros(A_eq.shape[1])
                 cvec[k] = sign
                 res = linprog(cvec, A_eq=A_eq, b_eq=b, bounds=bounds, method="highs")
@@ -100,49 +114,39 @@ def intervals(system: TabularSystem, x, only=None) -> tuple:
                     raise RuntimeError(f"HiGHS failed on the audit LP of cell {unk[j]}: "
                                        f"{res.message}")
                 out[unk[j]] = max(sign * res.fun * scale, 0.0)
+                zero_seen |= res.x[:nc] <= 0.0
     return lower, upper
-    from .linear import equation_tol
-    eq_tol = equation_tol(system, x)
-    A = system.A.tocsc()
-    rhs = -(A[:, known] @ x[known])
-    Au = A[:, unk].tocsr()
-    rows = np.flatnonzero(np.diff(Au.indptr) > 0)
-    Au, rhs = Au[rows], rhs[rows]
-    # components of the bipartite graph unknowns <-> equations
-    n_u, n_r = len(unk), len(rows)
-    adj = sp.bmat([[None, Au.T], [Au, None]], format="csr") if n_r else sp.csr_matrix((n_u, n_u))
-    _, comp = connected_components(adj, directed=False)
-    ucomp = comp[:n_u]
-    rcomp = comp[n_u:]
-    for c in np.unique(ucomp):
-        cols = np.flatnonzero(ucomp == c)
-        rr = np.flatnonzero(rcomp == c)
-        if only is not None and not only_set.intersection(unk[cols].tolist()):
-            continue
-        if rr.size == 0:  # no equation touches these cells: anything >= 0
-            lower[unk[cols]] = 0.0
-            upper[unk[cols]] = np.inf
-            continue
-        sub = Au[rr][:, cols].toarray()
-        b = rhs[rr]
-        for k, j in enumerate(cols):
-            if only is not None and unk[j] not in only_set:
+
+
+def _substitute_singletons(system, x, tol):
+    """Fill in every unknown that some equation determines alone (repeatedly).
+    Returns the completed vector and the mask of filled entries."""
+    x = np.array(x, dtype=float)
+    filled = np.zeros(x.shape, bool)
+    A = system.A.tocsr()
+    while True:
+        unknown = ~np.isfinite(x)
+        if not unknown.any():
+            break
+        Au = A[:, unknown].tocsr()
+        single = np.flatnonzero(np.diff(Au.indptr) == 1)
+        if single.size == 0:
+            break
+        rest = A @ np.where(unknown, 0.0, x)
+        cols = np.flatnonzero(unknown)
+        done = set()
+        for r in single:
+            j = cols[Au.indices[Au.indptr[r]]]
+            if j in done:
                 continue
-            for sign, out in ((1.0, lower), (-1.0, upper)):
-                cvec = np.zeros(len(cols))
-                cvec[k] = sign
-                res = linprog(cvec, A_eq=sub, b_eq=b, bounds=(0, None), method="highs")
-                if res.status == 2:
-                    raise ValueError("the published cells admit no nonnegative completion "
-                                     "(the equations T x = 0 with x >= 0 are infeasible)")
-                if res.status == 3:
-                    out[unk[j]] = np.inf
-                    continue
-                if res.status != 0:
-                    raise RuntimeError(f"HiGHS failed on the audit LP of cell {unk[j]}: "
-                                       f"{res.message}")
-                out[unk[j]] = max(sign * res.fun * scale, 0.0)
-    return lower, upper
+            v = -rest[r] / Au.data[Au.indptr[r]]
+            if v < -tol:
+                raise ValueError("the published cells admit no nonnegative completion: "
+                                 f"{system.labels()[j]} would be {v:.6g}")
+            x[j] = max(v, 0.0)
+            filled[j] = True
+            done.add(j)
+    return x, filled
 
 
 def _consistent(sub, b, tol) -> float:

@@ -17,7 +17,8 @@ LP finds the cheapest deviation ``y`` as above, where moving a cell that is alre
 suppressed is free and moving another cell ``j`` by ``|y_j|`` costs
 ``w_j |y_j| / p`` (``w_j`` its suppression cost: the seed's "c = a_ij" / "c = 1"; a
 cell moved by the full protection costs ``w_j``); the cells the LP moves are
-suppressed.  If the cell is already protected the LP costs 0 and adds nothing.
+suppressed.  A direction the suppressions so far already protect (an audit LP over
+them) is skipped.
 The LP's deviation certifies the protection, suppressing more never shrinks an
 interval, so the final pattern protects every sensitive cell; it is audited anyway
 before it is returned.
@@ -155,9 +156,17 @@ def _heuristic(system, x, sens, plo, phi, w, cand):
     n = x.size
     Aeq = sp.hstack([Ai, -Ai]).tocsr()      # variables: y+ (n), y- (n)
     beq = np.zeros(Ai.shape[0])
+    full = system.vector(x.reshape(system.shape)).astype(float)
+    tol = protection_tol(full)
     for s in order:
+        # already protected by the suppressions so far? (a small LP over them only)
+        cur = full.copy()
+        cur[: n][supp] = np.nan
+        lo, hi = intervals(system, cur, only=[s])
         for direction, p in ((+1, phi[s]), (-1, plo[s])):
             if p <= 0:
+                continue
+            if (hi[s] - x[s] if direction > 0 else x[s] - lo[s]) >= p + tol:
                 continue
             ps = p / scale
             cost = np.where(supp, 0.0, w / ps)

@@ -23,13 +23,16 @@ The LP's deviation certifies the protection, suppressing more never shrinks an
 interval, so the final pattern protects every sensitive cell; it is audited anyway
 before it is returned.
 
-``method="optimal"`` (Fischetti & Salazar 2001, explicit form for small tables): a
-MILP with one binary ``z_j`` per candidate cell (sensitive cells fixed to 1) and,
-for every sensitive cell and direction, its own deviation vector ``y`` with
-``T y = 0``, ``-x_j z_j <= y_j <= M_j z_j`` (``M_j``: the smallest published total
-containing ``j``, minus ``x_j``) and ``y_s = -p`` (resp. ``+q``); minimise
-``sum w_j z_j`` with HiGHS at zero gap.  Its size grows as
-``(#candidates) x (2 #sensitive)``; larger tables need the heuristic.
+``method="optimal"`` (Fischetti & Salazar 2001): minimise ``sum w_j z_j`` over one
+binary ``z_j`` per candidate cell (sensitive cells fixed to 1) subject to: for every
+sensitive cell and direction some deviation ``y`` with ``T y = 0``,
+``-x_j z_j <= y_j <= M_j z_j`` (``M_j``: the smallest published total containing ``j``,
+minus ``x_j``) reaches ``y_s = -p`` (resp. ``+q``).  Solved by row generation
+(:func:`_optimal`): the master MILP (HiGHS, zero gap) over the binaries gets the
+intruder LPs' dual "capacity" cuts until its optimum protects every cell.  A single
+explicit MILP with a deviation vector per sensitive cell and direction
+(:func:`_optimal_explicit`) gives the same optimum and serves as the reference in the
+tests.
 
 Determinism: costs carry a tie-break of relative size 1e-7 x (cell rank), so equal-cost
 alternatives are decided by table order and not by the solver's path; HiGHS itself
@@ -213,6 +216,86 @@ def _upper_room(system, x):
 
 
 def _optimal(system, x, sens, plo, phi, w, cand, time_limit):
+    """Fischetti-Salazar by row generation: a master MILP over the binaries only, with
+    the protection constraints added as cuts.  For a pattern z, the intruder's LP
+    ``max c'y : T y = 0, -x_j z_j <= y_j <= M_j z_j`` (``c = +-e_s``) must reach p; for
+    any multipliers u of ``T y = 0`` its value is at most
+    ``sum_j [max(r_j, 0) M_j + max(-r_j, 0) x_j] z_j`` with ``r = c - T'u``, so every u
+    gives a valid inequality ``sum_j (...) z_j >= p``; with u the LP's optimal duals at a
+    pattern that fails, the inequality cuts that pattern off.  Iterate until the master's
+    optimum protects every cell: it is then optimal (zero gap at every master solve)."""
+    import time as _time
+    t_end = None if time_limit is None else _time.perf_counter() + float(time_limit)
+    Ai, scale = _interior_equations(system, x)
+    xs = x / scale
+    n = x.size
+    M = _upper_room(system, x) / scale
+    tasks = [(s, d, p / scale) for s in np.flatnonzero(sens)
+             for d, p in ((+1, phi[s]), (-1, plo[s])) if p > 0]
+    cuts, rhs = [], []
+    lb = np.where(sens, 1.0, 0.0)
+    ub = np.where(cand, 1.0, 0.0)
+    AiT = Ai.T.tocsr()
+    z = sens.astype(float)
+    rounds = 0
+    relaxed = True   # first the LP relaxation (cheap rounds, most of the cuts), then the MILP
+    while True:
+        if cuts and relaxed:
+            res = linprog(w, A_ub=-sp.csr_matrix(np.array(cuts)), b_ub=-np.array(rhs),
+                          bounds=np.column_stack([lb, ub]), method="highs")
+            if res.status != 0:
+                raise ValueError(f"the suppression LP relaxation failed: {res.message}")
+            z = res.x
+        elif cuts:
+            left = None if t_end is None else max(t_end - _time.perf_counter(), 1.0)
+            opts = {"mip_rel_gap": 0.0, "disp": False}
+            if left is not None:
+                opts["time_limit"] = left
+            res = milp(w, integrality=np.ones(n), bounds=Bounds(lb, ub),
+                       constraints=[LinearConstraint(sp.csr_matrix(np.array(cuts)),
+                                                     np.array(rhs), np.inf)], options=opts)
+            if res.status != 0 or res.x is None:
+                raise ValueError("the suppression MILP did not reach a proven optimum: "
+                                 f"{res.message}")
+            z = (res.x > 0.5).astype(float)
+        new = 0
+        for s_, d, p in tasks:
+            c = np.zeros(n)
+            c[s_] = d
+            r = linprog(-c, A_eq=Ai, b_eq=np.zeros(Ai.shape[0]),
+                        bounds=np.column_stack([-xs * z, M * z]), method="highs")
+            if r.status != 0:
+                raise RuntimeError(f"HiGHS failed on an intruder LP: {r.message}")
+            if -r.fun >= p * (1 - 1e-9):
+                continue
+            best = None
+            for u in (r.eqlin.marginals, -r.eqlin.marginals):
+                red = c - AiT @ u
+                coef = np.maximum(red, 0.0) * M + np.maximum(-red, 0.0) * xs
+                val = coef @ z
+                if best is None or val < best[1]:
+                    best = (coef, val)
+            # for binaries, a coefficient above the right-hand side can be lowered to it
+            coef = np.minimum(np.where(np.abs(best[0]) > 1e-12, best[0], 0.0), p)
+            if coef @ z >= p * (1 - 1e-9):
+                raise RuntimeError("could not derive a violated protection cut (numerics)")
+            cuts.append(coef)
+            rhs.append(p)
+            new += 1
+        if new == 0:
+            if relaxed:
+                relaxed = False
+                continue
+            _optimal.rounds = rounds
+            return z > 0.5
+        rounds += 1
+        if t_end is not None and _time.perf_counter() > t_end:
+            raise ValueError("the suppression MILP did not reach a proven optimum: time limit")
+
+
+def _optimal_explicit(system, x, sens, plo, phi, w, cand, time_limit):
+    """The same optimum from one explicit MILP (a deviation vector per sensitive cell and
+    direction, linked to the binaries): the reference for the row-generation solver."""
     Ai, scale = _interior_equations(system, x)
     xs = x / scale
     cidx = np.flatnonzero(cand)

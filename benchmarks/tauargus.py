@@ -90,7 +90,7 @@ def run_tauargus(py, micro, dims, method, tmp):
     t0 = time.perf_counter()
     p = subprocess.run([str(py), str(script), str(mpath), ",".join(dims), method,
                         str(tmp / f"work_{method[:3]}"), str(out), RULES],
-                       capture_output=True, text=True, check=False)
+                       capture_output=True, text=True, check=False, cwd=tmp)
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         raise RuntimeError(f"tau-Argus {method} failed:\n{p.stderr[-2000:]}")

@@ -18,6 +18,7 @@ probabilities and utility.  It also implements the protection methods.
 
 from . import cycles, generators, measures, priors, sensitivity
 from ._io import read_csv_long, read_csv_wide, read_netcdf, read_table
+from .audit import audit
 from .compare import compare
 from .contributions import Contributions, contributions
 from .cta import CTAResult, cta
@@ -25,6 +26,7 @@ from .cta_bivariate import cta_bivariate
 from .mechanisms import (
     BinomialPerturbation,
     Bootstrap,
+    CellSuppression,
     ControlledRounding,
     ControlledTabularAdjustment,
     CyclicPerturbation,
@@ -36,6 +38,7 @@ from .mechanisms import (
 from .posterior import Posterior, count_candidates, posterior
 from .release import Release
 from .simulate import simulate
+from .suppress import suppress
 from .table import Table
 
 __version__ = "0.1.0"
@@ -49,7 +52,8 @@ __all__ = [  # noqa: RUF022  (grouped by topic, not sorted)
     "frechet_bounds", "exact_bounds", "Bootstrap", "BinomialPerturbation",
     "ControlledTabularAdjustment",
     # magnitude tables
-    "contributions", "Contributions", "sensitivity", "cta", "cta_bivariate", "CTAResult",
+    "contributions", "Contributions", "sensitivity", "suppress", "audit", "CellSuppression",
+    "cta", "cta_bivariate", "CTAResult",
     # the three uses
     "measures", "compare", "simulate", "generators", "plots", "write_report",
 ]

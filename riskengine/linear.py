@@ -25,7 +25,7 @@ import scipy.sparse as sp
 
 from .table import default_margins, margin_closure
 
-__all__ = ["Block", "TabularSystem", "tabular_system"]
+__all__ = ["Block", "TabularSystem", "check_equations", "tabular_system"]
 
 
 @dataclass(frozen=True)
@@ -242,3 +242,58 @@ def _clean_groups(groups: dict, dims: tuple, shape: tuple) -> dict:
                              f"(each index 0..{n - 1} in exactly one nonempty group), got {gs}")
         out[d] = gs
     return out
+
+
+def equation_tol(system: TabularSystem, x) -> float:
+    """Tolerance of 'adds up' checks on a cell vector: scaled to the magnitudes and to the
+    longest equation (decimal sums like 0.1 + 0.2 are not called non-additive)."""
+    x = np.asarray(x, dtype=float)
+    fin = x[np.isfinite(x)]
+    scale = float(np.abs(fin).max()) if fin.size else 0.0
+    terms = int(np.diff(system.A.indptr).max()) if system.A.shape[0] else 1
+    return 1e-9 * max(scale, 1.0) * max(terms, 1)
+
+
+def check_equations(system: TabularSystem, x, tol: float | None = None,
+                    what: str = "published values") -> None:
+    """Raise ``ValueError`` unless the known cells of ``x`` (NaN = unknown) can be completed
+    to a table: every equation with no unknown cell holds, and where the unknown cells of
+    an equation all enter with the same sign, the known part leaves them a nonnegative sum
+    (e.g. the published cells of a row cannot exceed the row total).  Within ``tol``
+    (default :func:`equation_tol`).
+
+    Examples
+    --------
+    >>> nan = float("nan")
+    >>> s = tabular_system(("v", "w"), (1, 2))  # cells, row total, 2 column totals, total
+    >>> check_equations(s, [1.0, nan, 3.0, 1.0, nan, 3.0])
+    >>> try:
+    ...     check_equations(s, [4.0, nan, 3.0, 4.0, nan, 3.0])
+    ... except ValueError as e:
+    ...     print(str(e)[:59])
+    published values cannot add up: - interior[0, 0] - interior
+    """
+    x = np.asarray(x, dtype=float)
+    if x.shape != (system.n_var,):
+        raise ValueError(f"cell vector must have length {system.n_var}, got shape {x.shape}")
+    tol = equation_tol(system, x) if tol is None else float(tol)
+    A = system.A.tocsr()
+    known = np.isfinite(x)
+    s = A @ np.where(known, x, 0.0)
+    Au = A[:, ~known]
+    n_pos = np.asarray((Au > 0).sum(axis=1)).ravel()
+    n_neg = np.asarray((Au < 0).sum(axis=1)).ravel()
+    none = (n_pos == 0) & (n_neg == 0)
+    # A_u y = -s with y >= 0: all-negative coefficients need s >= 0, all-positive s <= 0
+    bad = (none & (np.abs(s) > tol)) | ((n_pos == 0) & (n_neg > 0) & (s < -tol)) | \
+          ((n_neg == 0) & (n_pos > 0) & (s > tol))
+    if bad.any():
+        r = int(np.argmax(bad))
+        labels = system.labels()
+        cols = A.indices[A.indptr[r]:A.indptr[r + 1]]
+        coef = A.data[A.indptr[r]:A.indptr[r + 1]]
+        terms = " ".join(f"{'+' if c > 0 else '-'} {labels[j]}" for c, j in zip(coef, cols))
+        gap = -s[r] if n_neg[r] == 0 else s[r]
+        raise ValueError(f"{what} cannot add up: {terms} = 0 fails: the published cells "
+                         f"leave {gap:.10g} for the unknown ones (must be "
+                         f"{'0' if none[r] else '>= 0'}, tolerance {tol:.3g})")

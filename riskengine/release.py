@@ -39,6 +39,14 @@ class Release:
     dims, coords
         Dimension names and category labels (taken from a DataArray if given).
     kind : {"count", "magnitude"}, optional
+    groups : dict, optional
+        One level of subtotals along one dim: ``{dim: [[category indices], ...]}``
+        (the groups partition the categories), as in :func:`riskengine.linear.tabular_system`.
+    subtotals : dict, optional
+        With ``groups``: ``{dims kept: values}`` for every configuration of the
+        table's structure (interior included) that keeps the grouped dim, with that
+        dim aggregated to its groups (one entry per group).  Stored in JSON as the
+        optional fields ``groups`` / ``subtotals`` of format version 1.
 
     Examples
     --------
@@ -50,7 +58,7 @@ class Release:
     """
 
     def __init__(self, published=None, margins=None, mechanism=None, dims=None, coords=None,
-                 kind: str | None = None):
+                 kind: str | None = None, groups=None, subtotals=None):
         from .mechanisms import Mechanism
         if mechanism is None or not isinstance(mechanism, Mechanism):
             raise TypeError("a Release needs its mechanism (e.g. rk.CyclicPerturbation(...)), "
@@ -82,6 +90,10 @@ class Release:
             if kind is None:
                 af = arr.astype(float)
                 fin = af[~np.isnan(af)]
+                # suppressed cells hide values: the totals tell counts from magnitudes too
+                for v in dict(margins or {}).values():
+                    v = v.values if isinstance(v, xr.DataArray) else v
+                    fin = np.concatenate([fin, np.ravel(np.asarray(v, dtype=float))])
                 kind = "count" if np.all(fin == np.round(fin)) else "magnitude"
             self.published = (V.count_array(arr, "published", allow_nan=True) if kind == "count"
                               else V.magnitude_array(arr, "published", allow_nan=True))
@@ -93,6 +105,7 @@ class Release:
         self.coords = _clean_coords(coords, dims, self.shape)
         self.margins = self._clean_margins(margins)
         self.structure = margin_closure(list(self.margins), dims) if self.margins else ()
+        self.groups, self.subtotals = self._clean_groups(groups, subtotals)
         self._check_additivity()
         #: free-form facts about how the release was made (e.g. bootstrap regenerations)
         self.info: dict = {}
@@ -127,6 +140,62 @@ class Release:
             out[keep] = arr
         return out
 
+    def _clean_groups(self, groups, subtotals):
+        from .linear import _clean_groups
+        if not groups:
+            if subtotals:
+                raise ValueError("subtotals need the groups they sum (groups=)")
+            return {}, {}
+        groups = _clean_groups(groups, self.dims, self.shape)
+        if len(groups) != 1:
+            raise ValueError(f"a release carries one level of subtotals along one dim; "
+                             f"got groups for {sorted(groups)}")
+        (g, parts), = groups.items()
+        need = [k for k in (self.dims,) + tuple(self.structure) if g in k]
+        subtotals = {((k,) if isinstance(k, str) else tuple(k)): v
+                     for k, v in dict(subtotals or {}).items()}
+        subtotals = {tuple(d for d in self.dims if d in k): v for k, v in subtotals.items()}
+        if set(subtotals) != set(need):
+            raise ValueError(f"subtotals along {g!r} must be given for exactly the "
+                             f"configurations {need}; got {sorted(subtotals)}")
+        out = {}
+        for keep in need:
+            val = subtotals[keep]
+            if isinstance(val, xr.DataArray):
+                val = val.transpose(*keep).values
+            want = tuple(len(parts) if d == g else self.shape[self.dims.index(d)] for d in keep)
+            arr = np.asarray(val)
+            if arr.shape != want:
+                raise ValueError(f"subtotal {keep} (grouped along {g!r}) must have shape {want}, "
+                                 f"got {arr.shape}")
+            arr = (V.count_array(arr, f"subtotal {keep}") if self.kind == "count"
+                   else V.magnitude_array(arr, f"subtotal {keep}"))
+            arr.setflags(write=False)
+            out[keep] = arr
+        return groups, out
+
+    def system(self):
+        """The tabular system T x = 0 of this release (structure and subtotal groups)."""
+        from .linear import tabular_system
+        return tabular_system(self.dims, self.shape, self.structure, self.groups)
+
+    def cell_vector(self, system=None) -> np.ndarray:
+        """Every cell of the release as one float vector in ``system`` order (interior,
+        totals, subtotals); NaN where nothing is published."""
+        system = system or self.system()
+        out = np.full(system.n_var, np.nan)
+        for b in system.blocks:
+            if b.is_interior:
+                val = (np.full(self.shape, np.nan) if self.published is None
+                       else np.asarray(self.published, dtype=float))
+            elif b.grouped is None:
+                val = self.margins.get(b.keep)
+            else:
+                val = self.subtotals.get(b.keep)
+            if val is not None:
+                out[b.slice] = np.asarray(val, dtype=float).ravel()
+        return out
+
     def _check_additivity(self):
         # totals must agree with each other ...
         keys = list(self.margins)
@@ -140,6 +209,13 @@ class Release:
                         raise ValueError(f"published margins do not add up: margin {b} summed "
                                          f"to {a} gives {np.asarray(s).tolist()}, but margin {a} "
                                          f"is {np.asarray(self.margins[a]).tolist()}")
+        if self.groups:
+            from .linear import check_equations
+            sys_ = self.system()
+            x = self.cell_vector(sys_)
+            if self.published is not None and not self.mechanism.additive:
+                x[sys_.blocks[0].slice] = np.nan
+            check_equations(sys_, x, what="published subtotals")
         # ... and with the interior, when the interior is fully published and the
         # mechanism keeps the table additive
         if self.published is None or not self.mechanism.additive:
@@ -185,6 +261,10 @@ class Release:
                 and self.kind == other.kind
                 and self.margins.keys() == other.margins.keys()
                 and all(np.array_equal(self.margins[k], other.margins[k]) for k in self.margins)
+                and self.groups == other.groups
+                and self.subtotals.keys() == other.subtotals.keys()
+                and all(np.array_equal(self.subtotals[k], other.subtotals[k])
+                        for k in self.subtotals)
                 and self.mechanism.to_dict() == other.mechanism.to_dict())
 
     __hash__ = None
@@ -201,6 +281,9 @@ class Release:
             "published": None if self.published is None else _to_lists(self.published),
             "margins": [{"keep": list(k), "values": _to_lists(v)} for k, v in self.margins.items()],
             "mechanism": self.mechanism.to_dict(),
+            **({"groups": {d: [list(g) for g in gs] for d, gs in self.groups.items()},
+                "subtotals": [{"keep": list(k), "values": _to_lists(v)}
+                              for k, v in self.subtotals.items()]} if self.groups else {}),
             **({"info": self.info} if self.info else {}),
         }
 
@@ -229,8 +312,11 @@ class Release:
         if pub is not None:
             pub = _from_lists(pub, dtype)
         margins = {tuple(m["keep"]): _from_lists(m["values"], dtype) for m in d.get("margins", [])}
+        subtotals = {tuple(m["keep"]): _from_lists(m["values"], dtype)
+                     for m in d.get("subtotals", [])}
         rel = cls(published=pub, margins=margins, mechanism=mechanism_from_dict(d["mechanism"]),
-                  dims=tuple(d["dims"]), coords=d.get("coords"), kind=kind)
+                  dims=tuple(d["dims"]), coords=d.get("coords"), kind=kind,
+                  groups=d.get("groups"), subtotals=subtotals or None)
         rel.info = dict(d.get("info", {}))
         return rel
 

@@ -15,6 +15,7 @@ __all__ = [
     "REGISTRY",
     "BinomialPerturbation",
     "Bootstrap",
+    "CellSuppression",
     "ControlledRounding",
     "ControlledTabularAdjustment",
     "CyclicPerturbation",
@@ -90,3 +91,4 @@ from .cyclic import CyclicPerturbation
 from .margins_only import MarginsOnly, exact_bounds, frechet_bounds
 from .resampling import BinomialPerturbation, Bootstrap
 from .rounding import ControlledRounding
+from .suppression import CellSuppression

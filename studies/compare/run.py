@@ -8,18 +8,18 @@ which copies R's ``datasets``):
 
 * HairEyeColor (Snee 1974): hair colour x eye colour of 592 statistics students,
   summed over sex (4 x 4);
-* UCBAdmissions (Bickel et al. 1975): department x admission of 4,526 graduate
-  applicants to UC Berkeley in 1973, summed over gender (6 x 2);
-* Titanic (Dawson 1995): class x survival of the 2,201 people aboard (4 x 2).
+* UCBAdmissions (Bickel et al. 1975): admission x department of 4,526 graduate
+  applicants to UC Berkeley in 1973, summed over gender (2 x 6);
+* Titanic (Dawson 1995): survival x class of the 2,201 people aboard (2 x 4).
 
 Every mechanism runs at several settings on each table (``rk.compare``: the same
 random numbers for every setting at a given draw).  Risk: the mean over cells of
 the intruder's posterior probability of the true value (uniform prior over
 candidate tables). Utility: 1 / (1 + mean width of the user's 95 % credible
 interval) under a Poisson prior with the table's mean cell count.  Matched
-utility: for each mechanism family, its risk is interpolated linearly on its R-U
-curve at the utility of controlled rounding to base 5 (a common agency choice),
-when its settings bracket that utility.
+utility: for every two mechanism families whose settings reach common utilities,
+each family's risk is interpolated linearly on its R-U curve over the shared
+utility range and averaged.
 """
 
 from __future__ import annotations
@@ -46,10 +46,11 @@ def load_tables() -> dict:
     out = {}
     h = data("datasets", "HairEyeColor").groupby(["Hair", "Eye"], sort=False)["Freq"].sum()
     out["HairEyeColor"] = _table(h, ("hair", "eye"))
-    u = data("datasets", "UCBAdmissions").groupby(["Dept", "Admit"], sort=False)["Freq"].sum()
-    out["UCBAdmissions"] = _table(u, ("dept", "admit"))
-    t = data("datasets", "Titanic").groupby(["Class", "Survived"], sort=False)["Freq"].sum()
-    out["Titanic"] = _table(t, ("class", "survived"))
+    # the exact table DP's state is the vector of row sums: the short side goes first
+    u = data("datasets", "UCBAdmissions").groupby(["Admit", "Dept"], sort=False)["Freq"].sum()
+    out["UCBAdmissions"] = _table(u, ("admit", "dept"))
+    t = data("datasets", "Titanic").groupby(["Survived", "Class"], sort=False)["Freq"].sum()
+    out["Titanic"] = _table(t, ("survived", "class"))
     return out
 
 
@@ -66,31 +67,49 @@ def mechanisms(t: rk.Table, quick: bool) -> dict:
     out = {}
     for a in ((0.1, 0.3) if quick else (0.05, 0.15, 0.25, 0.4)):
         out[f"cyclic a=b={a}"] = rk.CyclicPerturbation(cycles=cycles, alpha=a, beta=a)
-    for b in ((3, 10) if quick else (2, 3, 5, 10)):
+    for b in ((3, 5) if quick else (2, 3, 5)):
         out[f"rounding B={b}"] = rk.ControlledRounding(base=b)
     for mm in ((1, 5) if quick else (1, 3, 5)):
         out[f"bootstrap M={mm}"] = rk.Bootstrap(M=mm, S=2.0)
     for s in ((2.0,) if quick else (1.5, 2.0, 3.0)):
         out[f"binomial S={s}"] = rk.BinomialPerturbation(S=s)
+    if t.shape[0] <= 2 or int(t.values.sum()) <= 200:
+        # exact margins-only posterior: cheap with two rows, out of the DP's reach for
+        # HairEyeColor (4 rows, cell mean 37; see benchmarks/RESULTS.md)
+        out["margins only"] = rk.MarginsOnly()
     return out
 
 
-FAMILIES = ("cyclic", "rounding", "bootstrap", "binomial")
+FAMILIES = ("cyclic", "rounding", "bootstrap", "binomial", "margins")
 
 
-def matched(ds, target: float) -> dict:
-    """Risk of each family interpolated at utility ``target`` on its R-U curve."""
+def curves(ds) -> dict:
+    """Each family's R-U curve: (utility, risk) of its settings, sorted by utility."""
     names = [str(x) for x in ds.mechanism.values]
     out = {}
     for fam in FAMILIES:
         pts = sorted((float(ds.utility.sel(mechanism=nm)), float(ds.risk.sel(mechanism=nm)))
                      for nm in names if nm.startswith(fam))
-        u = np.array([p[0] for p in pts])
-        r = np.array([p[1] for p in pts])
-        if len(u) and u.min() <= target <= u.max():
-            out[fam] = float(np.interp(target, u, r))
-        else:
-            out[fam] = None
+        out[fam] = (np.array([p[0] for p in pts]), np.array([p[1] for p in pts]))
+    return out
+
+
+def pairwise(ds) -> list:
+    """For every two families whose utility ranges overlap: mean risk of each over a grid
+    of the shared utilities (linear interpolation on each R-U curve)."""
+    cv = curves(ds)
+    out = []
+    fams = [f for f in FAMILIES if len(cv[f][0])]
+    for i, f in enumerate(fams):
+        for g in fams[i + 1:]:
+            lo = max(cv[f][0].min(), cv[g][0].min())
+            hi = min(cv[f][0].max(), cv[g][0].max())
+            if lo > hi:
+                continue
+            grid = np.linspace(lo, hi, 21)
+            rf = float(np.interp(grid, *cv[f]).mean())
+            rg = float(np.interp(grid, *cv[g]).mean())
+            out.append((f, g, lo, hi, rf, rg))
     return out
 
 
@@ -131,10 +150,8 @@ def main(argv=None) -> int:
             tmp = HERE / f".ru_{name}.png.tmp"
             fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
             os.replace(tmp, HERE / f"ru_{name}.png")
-        target = float(ds.utility.sel(mechanism="rounding B=5")) if "rounding B=5" in mechs \
-            else float(ds.utility.median())
-        mt = matched(ds, target)
-        summary.append((name, target, mt))
+        pw = pairwise(ds)
+        summary.append((name, pw))
         lines += [f"## {name}: {' x '.join(map(str, t.shape))} table, n = {int(t.values.sum())}",
                   "", f"Original table (dims {t.dims}):", "", "```",
                   str(t.data.to_pandas()), "```", "",
@@ -149,9 +166,14 @@ def main(argv=None) -> int:
                 f" | {float(d.utility):.3f} | {float(d.expected_exact.mean()):.2f} | "
                 f"{float(d.max_prob_mean.mean()):.3f} | {float(d.l1.mean()):.1f} | "
                 f"{float(d.hellinger.mean()):.4f} | {float(d.cramers_v_change.mean()):+.4f} |")
-        lines += ["", f"Risk at matched utility {target:.3f} (that of rounding to base 5): "
-                  + ", ".join(f"{f} {'not bracketed' if v is None else f'{v:.3f}'}"
-                              for f, v in mt.items()), ""]
+        lines += ["", ("At matched utility (families whose settings reach common utilities; "
+                  "risk interpolated on each R-U curve and averaged over the shared range):"), "",
+                  "| families | shared utility range | mean risk | mean risk |", "|---|---|---|---|"]
+        for f, g, lo, hi, rf, rg in pw:
+            lines.append(f"| {f} vs {g} | {lo:.3f}-{hi:.3f} | {f} {rf:.3f} | {g} {rg:.3f} |")
+        if not pw:
+            lines.append("| (no two families reach a common utility) | | | |")
+        lines.append("")
         if plots is not None:
             lines += [f"![R-U map {name}](ru_{name}.png)", ""]
         print(f"{name}: done in {secs:.1f} s", file=sys.stderr)
@@ -162,15 +184,12 @@ def main(argv=None) -> int:
 
 def conclusion(summary) -> str:
     parts = []
-    for name, target, mt in summary:
-        ranked = sorted(((v, f) for f, v in mt.items() if v is not None))
-        if not ranked:
-            continue
-        parts.append(f"{name}: at utility {target:.3f} the lowest risk is "
-                     f"{ranked[0][1]} ({ranked[0][0]:.3f})" +
-                     (f", the highest {ranked[-1][1]} ({ranked[-1][0]:.3f})"
-                      if len(ranked) > 1 else ""))
-    return "; ".join(parts) + "."
+    for name, pw in summary:
+        bits = [f"{(f if rf < rg else g)} is safer than {(g if rf < rg else f)} "
+                f"({min(rf, rg):.3f} vs {max(rf, rg):.3f} at utility {lo:.2f}-{hi:.2f})"
+                for f, g, lo, hi, rf, rg in pw]
+        parts.append(f"{name}: " + ("; ".join(bits) if bits else "no common utility"))
+    return ". ".join(parts) + "."
 
 
 if __name__ == "__main__":

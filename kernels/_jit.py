@@ -12,7 +12,7 @@ import numba as nb
 
 def njit(*args, parallel: bool = False, **kwargs):
     """``numba.njit`` with the project's options (cached, numpy error model)."""
-    opts = dict(cache=True, error_model="numpy", nogil=True)
+    opts = {"cache": True, "error_model": "numpy", "nogil": True}
     if parallel:
         opts["parallel"] = True
     opts.update(kwargs)

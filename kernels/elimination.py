@@ -218,9 +218,9 @@ class CliqueTree:
         s = set(scope)
         best = None
         for v in self.order:
-            if s <= set(self.clique[v]):
-                if best is None or len(self.clique[v]) < len(self.clique[best]):
-                    best = v
+            if s <= set(self.clique[v]) and (
+                    best is None or len(self.clique[v]) < len(self.clique[best])):
+                best = v
         if best is None:
             raise ValueError(f"scope {scope} is not contained in any clique")
         vars_, t = self.clique_belief(best)

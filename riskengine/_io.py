@@ -16,8 +16,15 @@ import xarray as xr
 
 from .table import Table
 
-__all__ = ["read_table", "read_csv_long", "read_csv_wide", "read_netcdf",
-           "atomic_write_text", "atomic_write_bytes", "atomic_write_netcdf"]
+__all__ = [
+    "atomic_write_bytes",
+    "atomic_write_netcdf",
+    "atomic_write_text",
+    "read_csv_long",
+    "read_csv_wide",
+    "read_netcdf",
+    "read_table",
+]
 
 
 def _write_atomically(path, write) -> None:

@@ -72,7 +72,7 @@ def _risk_report(post, rel, truth, level: float) -> str:
     ds = post.summary(truth, level)
     dims = post.dims
     header = ["cell", "published", "mode", "P(mode)", "P(true)" if truth is not None else None,
-              f"{int(round(level * 100))}% interval"]
+              f"{round(level * 100)}% interval"]
     header = [h for h in header if h is not None]
     rows = []
     for idx in np.ndindex(*post.shape):
@@ -85,7 +85,7 @@ def _risk_report(post, rel, truth, level: float) -> str:
         r.append(f"[{int(ds['lower'].values[idx])}, {int(ds['upper'].values[idx])}]")
         rows.append(r)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
+    line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))
     out = [line(header), line(["-" * w for w in widths])] + [line(r) for r in rows]
     out.append("")
     out.append(f"mechanism: {rel.mechanism.describe()}")

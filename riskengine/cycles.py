@@ -12,7 +12,7 @@ import numpy as np
 from . import _validate as V
 from .table import default_margins, margin_closure
 
-__all__ = ["diagonal", "staircase", "seed003_three_way", "elementary_moves", "check", "coverage"]
+__all__ = ["check", "coverage", "diagonal", "elementary_moves", "seed003_three_way", "staircase"]
 
 
 def staircase(n: int, m: int) -> np.ndarray:
@@ -106,9 +106,9 @@ def check(cycles, shape, dims=None, margins=None) -> np.ndarray:
     if c.ndim != len(shape) + 1 or tuple(c.shape[1:]) != shape:
         raise ValueError(f"cycles must have shape (m, {', '.join(map(str, shape))}) to match "
                          f"the table, got {c.shape}")
-    if not np.issubdtype(c.dtype, np.integer):
-        if not np.all(np.isfinite(c)) or not np.all(c == np.round(c)):
-            raise ValueError("cycle entries must be integers in {-1, 0, +1}")
+    if not np.issubdtype(c.dtype, np.integer) and (
+            not np.all(np.isfinite(c)) or not np.all(c == np.round(c))):
+        raise ValueError("cycle entries must be integers in {-1, 0, +1}")
     c = c.astype(np.int64)
     bad = ~np.isin(c, (-1, 0, 1))
     if bad.any():

@@ -15,7 +15,7 @@ from . import _validate as V
 from .priors import Prior, Uniform
 from .table import Table
 
-__all__ = ["Posterior", "posterior", "count_candidates"]
+__all__ = ["Posterior", "count_candidates", "posterior"]
 
 
 class Posterior:

@@ -24,7 +24,7 @@ from scipy.special import gammaln
 
 from . import _validate as V
 
-__all__ = ["Prior", "Uniform", "Flat", "Poisson", "NegativeBinomial", "Historical", "parse"]
+__all__ = ["Flat", "Historical", "NegativeBinomial", "Poisson", "Prior", "Uniform", "parse"]
 
 
 class Prior:
@@ -36,21 +36,21 @@ class Prior:
         self._knowledge: tuple = ()
 
     # --- knowledge ---------------------------------------------------------------
-    def _with(self, item) -> "Prior":
+    def _with(self, item) -> Prior:
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new._knowledge = self._knowledge + (item,)
         return new
 
-    def at_least(self, cells, k: int = 1) -> "Prior":
+    def at_least(self, cells, k: int = 1) -> Prior:
         """Knowledge that each of ``cells`` is >= k (e.g. the intruder's own cell >= 1)."""
         return self._with(("at_least", _cells_spec(cells), V.integer(k, "k", 0)))
 
-    def at_most(self, cells, k: int) -> "Prior":
+    def at_most(self, cells, k: int) -> Prior:
         """Knowledge that each of ``cells`` is <= k."""
         return self._with(("at_most", _cells_spec(cells), V.integer(k, "k", 0)))
 
-    def known(self, cells, values) -> "Prior":
+    def known(self, cells, values) -> Prior:
         """Knowledge of the exact value of ``cells`` (one value, or one per cell)."""
         spec = _cells_spec(cells)
         vals = np.atleast_1d(V.count_array(values, "known values"))

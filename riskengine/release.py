@@ -16,7 +16,7 @@ import xarray as xr
 from . import _validate as V
 from .table import Table, _clean_coords, default_margins, margin_closure, totals
 
-__all__ = ["Release", "FORMAT", "FORMAT_VERSION"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "Release"]
 
 FORMAT = "riskengine.release"
 FORMAT_VERSION = 1
@@ -298,7 +298,7 @@ class Release:
         return "{\n" + body + "\n}\n"
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Release":
+    def from_dict(cls, d: dict) -> Release:
         from .mechanisms import mechanism_from_dict
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise ValueError(f"not a riskengine release (format must be {FORMAT!r})")
@@ -321,7 +321,7 @@ class Release:
         return rel
 
     @classmethod
-    def from_json(cls, text: str) -> "Release":
+    def from_json(cls, text: str) -> Release:
         try:
             d = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -334,7 +334,7 @@ class Release:
         atomic_write_text(path, self.to_json(indent=1))
 
     @classmethod
-    def load(cls, path) -> "Release":
+    def load(cls, path) -> Release:
         with open(path, encoding="utf-8") as fh:
             return cls.from_json(fh.read())
 
@@ -366,6 +366,6 @@ def _to_lists(a):
 
 def _from_lists(x, dtype):
     a = np.array(x, dtype=object)
-    if dtype is not float and not np.any(a == None):  # noqa: E711  (JSON null)
+    if dtype is not float and not np.any(a == None):
         return np.array(x, dtype=np.int64)
-    return np.array(np.where(a == None, np.nan, a), dtype=float)  # noqa: E711
+    return np.array(np.where(a == None, np.nan, a), dtype=float)

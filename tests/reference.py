@@ -157,8 +157,8 @@ def posterior_over_tables(tables, log_weight):
     p = p / Z
     shape = tables[0].shape
     cells = {idx: {} for idx in np.ndindex(*shape)}
-    rows = [dict() for _ in range(shape[0])]
-    cols = [dict() for _ in range(shape[1])]
+    rows = [{} for _ in range(shape[0])]
+    cols = [{} for _ in range(shape[1])]
     grand = {}
     for T, q in zip(tables, p):
         for idx in np.ndindex(*shape):

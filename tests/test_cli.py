@@ -41,12 +41,12 @@ def test_bad_input_exit_2_one_line(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     r = subprocess.run([sys.executable, "-m", "riskengine.cli", "assess", str(bad)],
-                       capture_output=True, text=True)
+                       check=False, capture_output=True, text=True)
     assert r.returncode == 2
     assert r.stderr.startswith("riskengine: error: release JSON is not valid JSON")
     assert len(r.stderr.strip().splitlines()) == 1
     r = subprocess.run([sys.executable, "-m", "riskengine.cli", "assess", "--prior", "zzz"],
-                       capture_output=True, text=True)
+                       check=False, capture_output=True, text=True)
     assert r.returncode == 2 and "unknown prior 'zzz'" in r.stderr
 
 

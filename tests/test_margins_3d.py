@@ -1,6 +1,5 @@
 """3-D margins-only releases (all 2-way margins): streaming enumeration vs brute force."""
 
-import itertools
 
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ import riskengine as rk
 def _brute(T, lp):
     """Every table with T's 2-way margins: row-major recursion over cells, values bounded by
     what is left of the margins through the cell, each leaf checked against all margins."""
-    I, J, K = T.shape
+    _I, _J, K = T.shape
     m_ij, m_ik, m_jk = T.sum(2), T.sum(1), T.sum(0)
     X = np.zeros(T.shape, dtype=np.int64)
     tabs = []

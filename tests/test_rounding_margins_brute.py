@@ -58,7 +58,7 @@ def test_rounding_posterior_matches_brute_force(i):
     rel = mech.protect(rk.Table(T, dims=("v", "w")), rng)
     prior, lp = _prior(i, shape, rng)
     P = rel.published
-    win = lambda a: (np.maximum(np.asarray(a) - B + 1, 0), np.asarray(a) + B - 1)  # noqa: E731
+    win = lambda a: (np.maximum(np.asarray(a) - B + 1, 0), np.asarray(a) + B - 1)
     lo, hi = win(P)
     rr = [win(v) for v in rel.margins[("v",)]]
     cc = [win(v) for v in rel.margins[("w",)]]

@@ -141,9 +141,8 @@ class CyclicPerturbation(Mechanism):
             if u[k] < self.alpha:
                 if not bu:
                     state += self.cycles[k]
-            elif u[k] < self.alpha + self.beta:
-                if not bd:
-                    state -= self.cycles[k]
+            elif u[k] < self.alpha + self.beta and not bd:
+                state -= self.cycles[k]
         return state
 
     # --- validation ---------------------------------------------------------------

@@ -23,7 +23,7 @@ from riskengine._io import atomic_write_text
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
-from tests import seed003 as S  # noqa: E402  (the seed's numbers, transcribed once)
+from tests import seed003 as S
 
 
 def cell_row(post, cell, qs):
@@ -130,8 +130,8 @@ def main() -> str:
     # ---------------------------------------------------------------- 3-way example
     C3 = rk.cycles.seed003_three_way()
     third = 1.0 / 3.0
-    out += ["## 3-way example: 4 x 4 x 3 table, four margin-preserving perturbations, "
-            "alpha = beta = gamma = 1/3", ""]
+    out += [("## 3-way example: 4 x 4 x 3 table, four margin-preserving perturbations, "
+            "alpha = beta = gamma = 1/3"), ""]
     out.append("The published table equals the original plus M_4 (checked). Cell (1,1,1) is "
                "published as 1.")
     out.append("")

@@ -26,7 +26,7 @@ from riskengine.mechanisms.resampling import quality_interval
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
-from tests.test_resampling import MS, TABLE1  # noqa: E402  (seed 001's Table 1, transcribed)
+from tests.test_resampling import MS, TABLE1
 
 
 def p_exact(mech, k, n, prior=None):
@@ -71,8 +71,8 @@ def main() -> str:
             out.append(f"| {k} (n={n}) | " + " | ".join(f"{g:.3f}" for g in got) + " |")
     for k, row in TABLE1.items():
         out.append(f"| {k} (seed) | " + " | ".join(f"{w:.2f}" for w in row) + " |")
-    out += ["", f"Largest difference to the seed over the 27 values and both n: {worst:.4f} "
-            "(the seed prints two decimals)."]
+    out += ["", (f"Largest difference to the seed over the 27 values and both n: {worst:.4f} "
+            "(the seed prints two decimals).")]
     out.append("")
 
     out += ["## 2. Equal quality S: which method discloses small counts more?", "",
@@ -84,16 +84,16 @@ def main() -> str:
             vals = [p_exact(rk.BinomialPerturbation(S), k, 100_000)] + \
                    [p_exact(rk.Bootstrap(M, S), k, 100_000) for M in (1, 3, 5)]
             out.append(f"| {S} | {k} | " + " | ".join(f"{v:.3f}" for v in vals) + " |")
-    out += ["", "The binomial method's disclosure probabilities equal those of the bootstrap "
+    out += ["", ("The binomial method's disclosure probabilities equal those of the bootstrap "
             "without averaging (M = 1): the sum of M bootstrap draws of a cell is binomial(nM, "
             "x/n), and for M = 1 the two per-cell laws coincide. Averaging (M > 1) shrinks the "
             "variance and raises the disclosure probability of small counts sharply, as the "
-            "seed concludes.", ""]
+            "seed concludes."), ""]
 
     out += ["## 3. Expected regenerations of the M = 1 bootstrap as the table grows", "",
-            "Cells Poisson(10), S = 2; expected regenerations = 1/P(all cells pass) - 1. "
+            ("Cells Poisson(10), S = 2; expected regenerations = 1/P(all cells pass) - 1. "
             "'simulated' counts draws until acceptance (200 tables); 'independent cells' "
-            "multiplies per-cell pass probabilities.", "",
+            "multiplies per-cell pass probabilities."), "",
             "| cells | simulated mean regenerations | independent-cells prediction |",
             "|---|---|---|"]
     rng = np.random.default_rng(1)
@@ -110,14 +110,14 @@ def main() -> str:
             pp = stats.binom.cdf(hi, n, x / n) - stats.binom.cdf(lo - 1, n, x / n)
             preds.append(1.0 / np.prod(pp) - 1.0)
         out.append(f"| {cells} | {np.mean(sims):.2f} | {np.mean(preds):.2f} |")
-    out += ["", "Regenerations grow exponentially with the number of cells (each cell fails "
+    out += ["", ("Regenerations grow exponentially with the number of cells (each cell fails "
             "with probability about 5 % at S = 2): the M = 1 bootstrap becomes impractical "
             "for large tables, which is why Heer averages M > 1 tables, at the cost shown "
-            "in section 2.", ""]
+            "in section 2."), ""]
 
     out += ["## 4. How good is the cell-independence approximation?", ""]
     prior = rk.priors.Poisson(2.0)
-    lw = lambda x: float(stats.poisson.logpmf(x, 2.0).sum())  # noqa: E731
+    lw = lambda x: float(stats.poisson.logpmf(x, 2.0).sum())
     worst, rows = 0.0, []
     rng = np.random.default_rng(7)
     for _ in range(6):
@@ -135,19 +135,19 @@ def main() -> str:
                 diff = max(diff, abs(pj - pi))
         worst = max(worst, diff)
         rows.append(f"| {x.tolist()} | {rel.published.tolist()} | {int(x.sum())} | {diff:.3f} |")
-    out += ["Exact joint posterior (every original 2 x 2 table with the same total n, weight "
+    out += [("Exact joint posterior (every original 2 x 2 table with the same total n, weight "
             "prior x multinomial x quality indicator / acceptance probability) against riskengine's "
-            "per-cell posterior, M = 1 bootstrap, S = 2, Poisson(2) prior:", "",
+            "per-cell posterior, M = 1 bootstrap, S = 2, Poisson(2) prior:"), "",
             "| original | published | n | max abs difference of cell probabilities |",
             "|---|---|---|---|"] + rows
-    out += ["", f"Worst difference {worst:.3f}. On tiny tables the cells are far from "
+    out += ["", (f"Worst difference {worst:.3f}. On tiny tables the cells are far from "
             "independent (they share the total n and the whole-table acceptance), so the "
             "per-cell posterior is a rough approximation there; calibration on 5 x 5 tables "
             "with n about 75 (tests/test_resampling.py) is within Monte Carlo error for the "
-            "bootstrap.", ""]
+            "bootstrap."), ""]
     rng = np.random.default_rng(3)
-    out += ["Calibration of P(published value is true) among published cells >= 1 "
-            "(400 tables of Poisson(3) cells, 5 x 5, intruder prior = generator):", "",
+    out += [("Calibration of P(published value is true) among published cells >= 1 "
+            "(400 tables of Poisson(3) cells, 5 x 5, intruder prior = generator):"), "",
             "| mechanism | claimed | observed | difference | s.e. |", "|---|---|---|---|---|"]
     for mech in (rk.Bootstrap(1, 2.0), rk.Bootstrap(3, 2.0), rk.BinomialPerturbation(2.0),
                  rk.BinomialPerturbation(1.5)):
@@ -161,9 +161,9 @@ def main() -> str:
         d = np.array(c) - np.array(h)
         out.append(f"| {mech.describe()} | {np.mean(c):.3f} | {np.mean(h):.3f} | "
                    f"{d.mean():+.3f} | {d.std(ddof=1) / np.sqrt(len(d)):.3f} |")
-    out += ["", "The bootstrap is calibrated within Monte Carlo error. The binomial method's "
+    out += ["", ("The bootstrap is calibrated within Monte Carlo error. The binomial method's "
             "posterior under-claims: its compensation stage pulls published values back "
-            "towards the originals, which the truncated-binomial likelihood leaves out.", ""]
+            "towards the originals, which the truncated-binomial likelihood leaves out."), ""]
     out.append(f"_Computed in {time.time() - t0:.0f} s._")
     return "\n".join(out) + "\n"
 

@@ -24,7 +24,7 @@ from riskengine._io import atomic_write_text
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
-from tests import seed003 as S  # noqa: E402
+from tests import seed003 as S
 
 ROUNDED = np.array([[15, 0, 3, 0], [21, 9, 12, 15], [3, 9, 9, 3], [12, 15, 6, 3]])  # seed 003
 

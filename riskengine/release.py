@@ -127,18 +127,22 @@ class Release:
             keep = tuple(d for d in self.dims if d in keep)
             if len(keep) == len(self.dims):
                 raise ValueError(f"margin {key!r} keeps every dim; put interior values in published")
-            if isinstance(val, xr.DataArray):
-                val = val.transpose(*keep).values
             want = tuple(self.shape[self.dims.index(d)] for d in keep)
-            arr = np.asarray(val)
-            if arr.shape != want:
-                raise ValueError(f"margin {keep} must have shape {want} (its dims {keep}), "
-                                 f"got {arr.shape}")
-            arr = (V.count_array(arr, f"margin {keep}") if self.kind == "count"
-                   else V.magnitude_array(arr, f"margin {keep}"))
-            arr.setflags(write=False)
-            out[keep] = arr
+            out[keep] = self._clean_block(val, keep, want, f"margin {keep}",
+                                          f"(its dims {keep})")
         return out
+
+    def _clean_block(self, val, keep, want, label, why) -> np.ndarray:
+        """A published block (margin or subtotal) as a read-only validated array."""
+        if isinstance(val, xr.DataArray):
+            val = val.transpose(*keep).values
+        arr = np.asarray(val)
+        if arr.shape != want:
+            raise ValueError(f"{label} must have shape {want} {why}, got {arr.shape}")
+        arr = (V.count_array(arr, label) if self.kind == "count"
+               else V.magnitude_array(arr, label))
+        arr.setflags(write=False)
+        return arr
 
     def _clean_groups(self, groups, subtotals):
         from .linear import _clean_groups
@@ -160,18 +164,9 @@ class Release:
                              f"configurations {need}; got {sorted(subtotals)}")
         out = {}
         for keep in need:
-            val = subtotals[keep]
-            if isinstance(val, xr.DataArray):
-                val = val.transpose(*keep).values
             want = tuple(len(parts) if d == g else self.shape[self.dims.index(d)] for d in keep)
-            arr = np.asarray(val)
-            if arr.shape != want:
-                raise ValueError(f"subtotal {keep} (grouped along {g!r}) must have shape {want}, "
-                                 f"got {arr.shape}")
-            arr = (V.count_array(arr, f"subtotal {keep}") if self.kind == "count"
-                   else V.magnitude_array(arr, f"subtotal {keep}"))
-            arr.setflags(write=False)
-            out[keep] = arr
+            out[keep] = self._clean_block(subtotals[keep], keep, want, f"subtotal {keep}",
+                                          f"(grouped along {g!r})")
         return groups, out
 
     def system(self):

@@ -100,20 +100,32 @@ def _enumerate_3d(release, prior: Prior, mech) -> Posterior:
                             "mechanism": mech.describe(), "route": "enumerate"})
 
 
-def _run_3d(release, prior: Prior):
-    from kernels import table_enum
-    if len(release.dims) != 3:
-        raise ValueError("the enumeration route covers 3-D tables with all 2-way margins")
+def two_way_margins(release, what: str = "3-D inference", hint: str = "") -> tuple:
+    """The three 2-way margins of a 3-D release as int64 arrays, or a clear error."""
     a, b, c = release.dims
     need = [(a, b), (a, c), (b, c)]
     missing = [k for k in need if k not in release.margins]
     if missing:
-        raise ValueError(f"3-D inference needs every 2-way margin published; missing {missing}")
-    n_ij, n_ik, n_jk = (np.asarray(release.margins[k], dtype=np.int64) for k in need)
+        raise ValueError(f"{what} needs every 2-way margin published; missing {missing}{hint}")
+    return tuple(np.asarray(release.margins[k], dtype=np.int64) for k in need)
+
+
+def _run_3d(release, prior: Prior, fixed=None, hint: str = ""):
+    """Enumerate every 3-D table with the release's 2-way margins, weighted by ``prior``;
+    ``fixed`` (interior array, NaN = unknown) pins the known cells to their values."""
+    from kernels import table_enum
+    if len(release.dims) != 3:
+        raise ValueError("the enumeration route covers 3-D tables with all 2-way margins")
+    n_ij, n_ik, n_jk = two_way_margins(release, hint=hint)
     shape = release.shape
     Vmax = int(max(n_ij.max(initial=0), n_ik.max(initial=0), n_jk.max(initial=0))) + 1
     vals = np.broadcast_to(np.arange(Vmax), shape + (Vmax,))
     lw = prior.log_weights(vals, release.dims, release.coords)
+    if fixed is not None:
+        pub = np.asarray(fixed, dtype=float)
+        known = ~np.isnan(pub)
+        keep = ~known[..., None] | (vals == np.where(known, pub, -1)[..., None])
+        lw = np.where(keep, lw, -np.inf)
     fin = np.isfinite(lw)
     mx = np.where(fin, lw, -np.inf).max(axis=-1)
     mx = np.where(np.isfinite(mx), mx, 0.0)
@@ -192,12 +204,7 @@ def frechet_bounds(release) -> xr.Dataset:
     """
     coords = {d: release.coords[d] for d in release.dims}
     if len(release.dims) == 3:
-        a, b, c = release.dims
-        need = [(a, b), (a, c), (b, c)]
-        missing = [k for k in need if k not in release.margins]
-        if missing:
-            raise ValueError(f"3-D Fréchet bounds need every 2-way margin; missing {missing}")
-        n_ij, n_ik, n_jk = (np.asarray(release.margins[k], dtype=np.int64) for k in need)
+        n_ij, n_ik, n_jk = two_way_margins(release, "3-D Fréchet bounds")
         upper = np.minimum(np.minimum(n_ij[:, :, None], n_ik[:, None, :]), n_jk[None, :, :])
         lower = np.maximum.reduce([
             np.zeros(upper.shape, np.int64),

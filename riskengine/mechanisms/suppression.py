@@ -261,28 +261,12 @@ class _TransposedPrior:
 
 
 def _enumerate_3d(release, prior: Prior, mech) -> Posterior:
-    from kernels import table_enum
-    a, b, c = release.dims
-    need = [(a, b), (a, c), (b, c)]
-    missing = [k for k in need if k not in release.margins]
-    if missing:
-        raise ValueError(f"3-D inference needs every 2-way margin published; missing {missing} "
-                         "(supported: 2-D with totals or one level of subtotals, 3-D with "
-                         "every 2-way margin)")
-    n_ij, n_ik, n_jk = (np.asarray(release.margins[k], dtype=np.int64) for k in need)
-    shape = release.shape
-    Vmax = int(max(n_ij.max(initial=0), n_ik.max(initial=0), n_jk.max(initial=0))) + 1
-    vals = np.broadcast_to(np.arange(Vmax), shape + (Vmax,))
-    full = prior.log_weights(vals, release.dims, release.coords)
-    pub = np.asarray(release.published, dtype=float)
-    fixed = ~np.isnan(pub)
-    keep = ~fixed[..., None] | (vals == np.where(fixed, pub, -1)[..., None])
-    full = np.where(keep, full, -np.inf)
-    fin = np.isfinite(full)
-    mx = np.where(fin, full, -np.inf).max(axis=-1)
-    mx = np.where(np.isfinite(mx), mx, 0.0)
-    wt = np.where(fin, np.exp(full - mx[..., None]), 0.0).reshape(-1, Vmax)
-    count, total, hist = table_enum.enumerate_3d(n_ij, n_ik, n_jk, wt)
+    from .margins_only import _run_3d
+    count, total, hist, mx = _run_3d(
+        release, prior, fixed=release.published,
+        hint=" (supported: 2-D with totals or one level of subtotals, 3-D with every 2-way "
+             "margin)")
+    shape, Vmax = release.shape, hist.shape[-1]
     if count == 0:
         raise ValueError("no nonnegative integer table completes this suppressed release "
                          "under this prior")

@@ -45,7 +45,7 @@ import scipy.sparse as sp
 import xarray as xr
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from .linear import TabularSystem, tabular_system
+from .linear import TabularSystem, cell_values, tabular_system
 from .mechanisms.cta import DIRECTIONS, OBJECTIVES, OVER, PRESERVE, ControlledTabularAdjustment
 from .table import Table
 
@@ -151,7 +151,7 @@ def cta(table, sensitive, protection=None, capacity=None, objective: str = "abs"
         fixed = (_ordering(prep.a, prep.p, prep.u, prep.sens) if directions == "ordering"
                  else None)
     else:
-        fixed = _cells(directions, prep.system, "directions", fill=0.0)
+        fixed = cell_values(directions, prep.system, "directions", fill=0.0)
         bad = prep.sens & ~np.isin(fixed, (-1.0, 1.0))
         if bad.any():
             raise ValueError(f"directions must be +1 or -1 on every sensitive cell, got "
@@ -204,13 +204,13 @@ def _prepare(table, sensitive, protection, capacity, objective, preserve, direct
         if protection is None:
             protection = cell_vector(ds, "protection", system)
     else:
-        sens = _cells(sensitive, system, "sensitive", fill=0, dtype=None)
+        sens = cell_values(sensitive, system, "sensitive", fill=0, dtype=None)
         if sens.dtype != bool:
             raise TypeError(f"sensitive must be a boolean mask, got dtype {sens.dtype}")
     if protection is None or capacity is None:
         raise TypeError("cta needs protection= and capacity=")
-    p = _cells(protection, system, "protection", fill=0.0, scalar_mask=sens)
-    e = _cells(capacity, system, "capacity", fill="sum", allow_inf=True)
+    p = cell_values(protection, system, "protection", fill=0.0, scalar_mask=sens)
+    e = cell_values(capacity, system, "capacity", fill="sum", allow_inf=True)
     labels = system.labels()
     if np.any(p < 0):
         raise ValueError(f"protection must be >= 0, got {p[p < 0][0]:g} at "
@@ -231,7 +231,7 @@ def _prepare(table, sensitive, protection, capacity, objective, preserve, direct
         big = float(np.sum(p) + np.sum(np.where(np.isfinite(e), e, 0.0)))
         u = np.where(sens, p + big, 0.0)
     else:
-        u = _cells(upper, system, "upper", fill=0.0, scalar_mask=sens)
+        u = cell_values(upper, system, "upper", fill=0.0, scalar_mask=sens)
         bad = sens & ~(u >= p)
         if bad.any():
             raise ValueError(f"upper must be >= protection for every sensitive cell; at "
@@ -412,41 +412,11 @@ def _over(over, system, sens):
         else:
             m = np.ones(n, bool)
         return m, over
-    m = _cells(over, system, "over", fill=0, dtype=None)
+    m = cell_values(over, system, "over", fill=0, dtype=None)
     if m.dtype != bool:
         raise TypeError(f"over must be 'interior', 'sensitive', 'all' or a boolean mask, got "
                         f"dtype {m.dtype}")
     return m, "custom"
-
-
-def _cells(x, system, name, fill, dtype=float, allow_inf=False, scalar_mask=None):
-    """Interior-shaped, per-system-cell or scalar input as one vector over the system."""
-    if isinstance(x, xr.DataArray):
-        x = x.values
-    arr = np.asarray(x)
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
-    if dtype is not None:
-        arr = arr.astype(dtype)
-        bad = np.isnan(arr) | (np.isinf(arr) & (not allow_inf))
-        if bad.any():
-            raise ValueError(f"{name} must be finite{' or inf' if allow_inf else ''}, got "
-                             f"{arr[bad].ravel()[0]}")
-    if arr.ndim == 0:
-        if scalar_mask is not None:
-            return np.where(scalar_mask, arr, 0.0)
-        return np.full(system.n_var, arr)
-    if arr.shape == system.shape:
-        if fill == "sum":
-            with np.errstate(invalid="ignore"):
-                return system.vector(arr).astype(float)
-        out = np.full(system.n_var, fill, dtype=arr.dtype)
-        out[: system.n_interior] = arr.ravel()
-        return out
-    if arr.shape == (system.n_var,):
-        return arr.copy()
-    raise ValueError(f"{name} must be a scalar, interior-shaped {system.shape} or one value per "
-                     f"cell of the tabular system ({system.n_var}), got shape {arr.shape}")
 
 
 def _preserve(preserve) -> tuple:

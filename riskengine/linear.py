@@ -22,10 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+import xarray as xr
 
 from .table import default_margins, margin_closure
 
-__all__ = ["Block", "TabularSystem", "check_equations", "tabular_system"]
+__all__ = ["Block", "TabularSystem", "cell_values", "check_equations", "tabular_system"]
 
 
 @dataclass(frozen=True)
@@ -297,3 +298,46 @@ def check_equations(system: TabularSystem, x, tol: float | None = None,
         raise ValueError(f"{what} cannot add up: {terms} = 0 fails: the published cells "
                          f"leave {gap:.10g} for the unknown ones (must be "
                          f"{'0' if none[r] else '>= 0'}, tolerance {tol:.3g})")
+
+
+def cell_values(x, system, name, fill, dtype=float, allow_inf=False, scalar_mask=None):
+    """Interior-shaped, per-system-cell or scalar input as one vector over ``system``.
+
+    ``fill``: the value of the totals when ``x`` is interior-shaped (``"sum"``: the totals
+    of ``x``); ``dtype``: cast to it (``None``: keep, e.g. bool masks); a scalar fills
+    every cell, or only the cells of ``scalar_mask``.
+
+    Examples
+    --------
+    >>> s = tabular_system(("v", "w"), (1, 2))
+    >>> cell_values([[1.0, 2.0]], s, "x", fill="sum").tolist()
+    [1.0, 2.0, 3.0, 1.0, 2.0, 3.0]
+    >>> cell_values(5.0, s, "p", fill=0.0, scalar_mask=s.vector([[True, False]]) == 1).tolist()
+    [5.0, 0.0, 5.0, 5.0, 0.0, 5.0]
+    """
+    if isinstance(x, xr.DataArray):
+        x = x.values
+    arr = np.asarray(x)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
+    if dtype is not None:
+        arr = arr.astype(dtype)
+        bad = np.isnan(arr) | (np.isinf(arr) & (not allow_inf))
+        if bad.any():
+            raise ValueError(f"{name} must be finite{' or inf' if allow_inf else ''}, got "
+                             f"{arr[bad].ravel()[0]}")
+    if arr.ndim == 0:
+        if scalar_mask is not None:
+            return np.where(scalar_mask, arr, 0.0)
+        return np.full(system.n_var, arr)
+    if arr.shape == system.shape:
+        if fill == "sum":
+            with np.errstate(invalid="ignore"):
+                return system.vector(arr).astype(float)
+        out = np.full(system.n_var, fill, dtype=arr.dtype)
+        out[: system.n_interior] = arr.ravel()
+        return out
+    if arr.shape == (system.n_var,):
+        return arr.copy()
+    raise ValueError(f"{name} must be a scalar, interior-shaped {system.shape} or one value per "
+                     f"cell of the tabular system ({system.n_var}), got shape {arr.shape}")

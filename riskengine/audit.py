@@ -209,12 +209,14 @@ def audit(release, sensitive=None, protection=None, *, table=None) -> xr.Dataset
     Parameters
     ----------
     release : rk.Release
-        A release with suppressed (NaN) interior cells and published totals
-        (and subtotals, when it carries groups).
-    sensitive : bool array of the table's shape, optional
-        The cells that need protection.
-    protection : array of the table's shape, or a pair ``(lower, upper)``, optional
-        Protection each sensitive cell needs below and above its true value.
+        A release with suppressed (NaN) cells: interior cells in ``published`` and, for
+        releases that may hide them, totals and subtotals in ``margins`` / ``subtotals``.
+    sensitive : bool array, or the Dataset of :func:`riskengine.sensitivity.assess`, optional
+        The cells that need protection: of the table's shape, or one entry per cell of
+        the tabular system (totals included), or the ``assess`` Dataset.
+    protection : array, scalar or a pair ``(lower, upper)``, optional
+        Protection each sensitive cell needs below and above its true value (same forms;
+        defaults to the Dataset's ``protection``).
     table : rk.Table or array, optional
         The original table: the auditor's view, needed to check protection (how far
         each interval reaches below and above the true value).
@@ -224,14 +226,18 @@ def audit(release, sensitive=None, protection=None, *, table=None) -> xr.Dataset
     xarray.Dataset
         Over the table's dims: ``published``; ``suppressed``; ``lower`` / ``upper``
         (the LP interval for suppressed cells; a published cell's interval is its
-        value); ``width``; ``exact`` (suppressed and ``upper - lower`` within tolerance:
-        exact disclosure).  With ``sensitive`` and ``protection``:
-        ``approximate_disclosure`` (sensitive, not exact, but the interval is
-        narrower than the protection: the intruder pins the cell within less than
-        its protection without knowing the truth).  With ``table`` as well:
+        value; ``inf`` when nothing bounds it); ``width``; ``exact`` (suppressed and
+        ``upper - lower`` within tolerance: exact disclosure).  With ``sensitive`` and
+        ``protection``: ``approximate_disclosure`` (sensitive, not exact, but the
+        interval is narrower than the protection: the intruder pins the cell within
+        less than its protection without knowing the truth).  With ``table`` as well:
         ``value``, ``room_below`` / ``room_above`` (value - lower, upper - value) and
         ``under_protected`` (sensitive and ``room_below < lower protection`` or
-        ``room_above < upper protection``).  ``attrs``: tolerance, counts, method.
+        ``room_above < upper protection``).  When the release hides a total or a total
+        is sensitive, the same variables for every total block, suffixed as in
+        :func:`riskengine.sensitivity.assess` (``lower_total_v``, ``exact_total``,
+        ``under_protected_subtotal_v_w`` with dim ``v_group``, ...).  ``attrs``:
+        tolerance, counts over every cell (totals included), method.
 
     Examples
     --------
@@ -247,50 +253,57 @@ def audit(release, sensitive=None, protection=None, *, table=None) -> xr.Dataset
     [[3.0, 3.0, 3.0], [5.0, 3.0, 4.0]]
     """
     from .release import Release
+    from .suppress import _sensitive
     from .table import Table
     if not isinstance(release, Release):
         raise TypeError(f"release must be an rk.Release, got {type(release).__name__}")
+    if (sensitive is None) and (protection is not None):
+        raise ValueError("give sensitive and protection together (or neither)")
+    if sensitive is not None and protection is None and not isinstance(sensitive, xr.Dataset):
+        raise ValueError("give sensitive and protection together (or neither)")
+    if table is not None and sensitive is None:
+        raise ValueError("table= is used to check protection: give sensitive and protection")
     dims, shape = release.dims, release.shape
     system = release.system()
     x = release.cell_vector(system)
     lo, hi = intervals(system, x)
-    b = system.blocks[0]
-    lower = lo[b.slice].reshape(shape)
-    upper = hi[b.slice].reshape(shape)
-    pub = x[b.slice].reshape(shape)
-    supp = np.isnan(pub)
+    supp = np.isnan(x)
     tol = protection_tol(x)
-    width = upper - lower
+    width = hi - lo
     exact = supp & (width <= tol)
-    data = {"published": (dims, pub), "suppressed": (dims, supp), "lower": (dims, lower),
-            "upper": (dims, upper), "width": (dims, width), "exact": (dims, exact)}
+    data = {"published": x, "suppressed": supp, "lower": lo, "upper": hi, "width": width,
+            "exact": exact}
     attrs = {"method": "LP interval audit (HiGHS): min/max of each suppressed cell over "
                        "x >= 0, T x = 0, published cells fixed",
              "tolerance": tol, "n_suppressed": int(supp.sum()), "n_exact": int(exact.sum()),
              "mechanism": release.mechanism.describe()}
-    if (sensitive is None) != (protection is None):
-        raise ValueError("give sensitive and protection together (or neither)")
+    sens = np.zeros(x.size, bool)
     if sensitive is not None:
-        sens = _interior_array(sensitive, "sensitive", dims, shape, bool)
-        plo, phi = protection_arrays(protection, dims, shape)
+        sens, plo, phi = _sensitive(sensitive, protection, system)
         approx = sens & ~exact & (width < np.maximum(plo, phi) - tol)
-        data.update({"sensitive": (dims, sens), "protection_lower": (dims, plo),
-                     "protection_upper": (dims, phi),
-                     "approximate_disclosure": (dims, approx)})
+        data.update({"sensitive": sens, "protection_lower": plo, "protection_upper": phi,
+                     "approximate_disclosure": approx})
         attrs["n_approximate_disclosure"] = int(approx.sum())
         attrs["n_sensitive_published"] = int((sens & ~supp).sum())
         if table is not None:
             if isinstance(table, Table):
                 table = table.data
-            val = _interior_array(table, "table", dims, shape, float)
-            if not np.all(np.abs(val[~supp] - pub[~supp]) <= tol):
+            val = system.vector(_interior_array(table, "table", dims, shape, float))
+            val = val.astype(float)
+            if not np.all(np.abs(val[~supp] - x[~supp]) <= tol):
                 raise ValueError("table does not match the release's published cells")
-            below, above = val - lower, upper - val
+            below, above = val - lo, hi - val
             under = sens & ((below < plo - tol) | (above < phi - tol))
-            data.update({"value": (dims, val), "room_below": (dims, below),
-                         "room_above": (dims, above), "under_protected": (dims, under)})
+            data.update({"value": val, "room_below": below, "room_above": above,
+                         "under_protected": under})
             attrs["n_under_protected"] = int(under.sum())
-    elif table is not None:
-        raise ValueError("table= is used to check protection: give sensitive and protection")
+    n_int = system.n_interior
+    show = bool(supp[n_int:].any() or sens[n_int:].any())
+    out = {}
+    for b in system.blocks:
+        if not (b.is_interior or show):
+            continue
+        for name, vec in data.items():
+            out[name + b.suffix] = (b.xdims, vec[b.slice].reshape(b.shape))
     coords = {d: release.coords[d] for d in dims}
-    return xr.Dataset(data, coords=coords, attrs=attrs)
+    return xr.Dataset(out, coords=coords, attrs=attrs)

@@ -51,6 +51,22 @@ class Block:
         return self.grouped is None and self.offset == 0
 
     @property
+    def suffix(self) -> str:
+        """Name suffix of the block's variables in Datasets: ``""`` for the interior,
+        ``"_total_v"`` for the totals keeping ``v`` (``"_total"``: the grand total),
+        ``"_subtotal_v_w"`` for a grouped block."""
+        if self.is_interior:
+            return ""
+        return ("_total" if self.grouped is None else "_subtotal") + \
+            "".join("_" + d for d in self.keep)
+
+    @property
+    def xdims(self) -> tuple:
+        """Dimension names of the block in Datasets (a grouped dim ``v`` becomes
+        ``v_group``: it has one entry per group)."""
+        return tuple(f"{d}_group" if d == self.grouped else d for d in self.keep)
+
+    @property
     def label(self) -> str:
         base = "interior" if self.is_interior else ("total(" + ",".join(self.keep) + ")")
         return base if self.grouped is None else f"subtotal[{self.grouped}]({','.join(self.keep)})"

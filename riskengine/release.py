@@ -139,8 +139,12 @@ class Release:
         arr = np.asarray(val)
         if arr.shape != want:
             raise ValueError(f"{label} must have shape {want} {why}, got {arr.shape}")
-        arr = (V.count_array(arr, label) if self.kind == "count"
-               else V.magnitude_array(arr, label))
+        hide = getattr(self.mechanism, "suppressible_totals", False)
+        if not hide and np.isnan(np.asarray(arr, dtype=float)).any():
+            raise ValueError(f"{label} has NaN (suppressed) entries, but "
+                             f"{self.mechanism.name} releases publish every total")
+        arr = (V.count_array(arr, label, allow_nan=hide) if self.kind == "count"
+               else V.magnitude_array(arr, label, allow_nan=hide))
         arr.setflags(write=False)
         return arr
 
@@ -192,6 +196,12 @@ class Release:
         return out
 
     def _check_additivity(self):
+        if self._hidden_totals():
+            # suppressed totals or subtotals: the general check over T x = 0
+            from .linear import check_equations
+            sys_ = self.system()
+            check_equations(sys_, self.cell_vector(sys_), what="published cells and totals")
+            return
         # totals must agree with each other ...
         keys = list(self.margins)
         for a in keys:
@@ -229,6 +239,10 @@ class Release:
                     f"to {np.atleast_1d(s)[where]} but the margin is {np.atleast_1d(val)[where]} "
                     f"({self.mechanism.name} releases are additive)")
 
+    def _hidden_totals(self) -> bool:
+        blocks = list(self.margins.values()) + list(self.subtotals.values())
+        return any(np.isnan(np.asarray(v, dtype=float)).any() for v in blocks)
+
     # --- views --------------------------------------------------------------------------
     @property
     def data(self) -> xr.DataArray:
@@ -255,10 +269,11 @@ class Release:
         return (same_pub and self.dims == other.dims and self.coords == other.coords
                 and self.kind == other.kind
                 and self.margins.keys() == other.margins.keys()
-                and all(np.array_equal(self.margins[k], other.margins[k]) for k in self.margins)
+                and all(np.array_equal(self.margins[k], other.margins[k], equal_nan=True)
+                        for k in self.margins)
                 and self.groups == other.groups
                 and self.subtotals.keys() == other.subtotals.keys()
-                and all(np.array_equal(self.subtotals[k], other.subtotals[k])
+                and all(np.array_equal(self.subtotals[k], other.subtotals[k], equal_nan=True)
                         for k in self.subtotals)
                 and self.mechanism.to_dict() == other.mechanism.to_dict())
 

@@ -249,19 +249,38 @@ def test_mechanism_round_trip_and_registry():
     assert rk.Release.from_json(rel.to_json()) == rel
 
 
-@pytest.mark.parametrize("case", range(4))
+def csp_problem(x, sens, plo, phi, dims, w=None, suppress_totals=False):
+    """The CSP instance rk.suppress builds (value costs, zeros never complements)."""
+    from riskengine import _csp
+    system = rk.linear.tabular_system(dims, x.shape)
+    xv = system.vector(x).astype(float)
+    n_int = system.n_interior
+    full = np.zeros(system.n_var, bool)
+    full[:n_int] = sens.ravel()
+    lo = np.zeros(system.n_var)
+    hi = np.zeros(system.n_var)
+    lo[:n_int], hi[:n_int] = plo.ravel(), phi.ravel()
+    cand = (xv > 0) | full
+    if not suppress_totals:
+        cand[n_int:] = False
+    w = xv if w is None else w
+    return _csp.make_problem(system.A, xv, full, lo, hi, w, cand | full, system.labels())
+
+
+@pytest.mark.parametrize("case", range(6))
 def test_row_generation_matches_explicit_milp(case):
     # two formulations of the same optimum: the row-generation solver used by
     # rk.suppress and one explicit MILP with a deviation vector per protection task
-    from riskengine.suppress import _optimal, _optimal_explicit
+    from riskengine import _csp
     rng = np.random.default_rng(300 + case)
     shape = (4, 5) if case % 2 else (3, 3, 2)
     x, sens, prot = random_case(rng, shape, 2 + case % 2)
     dims = ("a", "b", "c")[: len(shape)]
     prot = capped(x, prot, dims)
-    system = rk.linear.tabular_system(dims, shape)
-    w = x.ravel()
-    cand = (x > 0).ravel() | sens.ravel()
-    args = (system, x.ravel(), sens.ravel(), prot.ravel(), prot.ravel(), w, cand, None)
-    a, b = _optimal(*args), _optimal_explicit(*args)
-    assert abs(w[a].sum() - w[b].sum()) < 1e-6
+    prob = csp_problem(x, sens, prot, prot, dims, suppress_totals=case >= 4)
+    heur = _csp.cleanup(prob, _csp.heuristic(prob))
+    a, info = _csp.optimal(prob, heur)
+    b = _csp.optimal_explicit(prob)
+    assert info["status"] == "optimal" and info["gap"] == 0.0
+    assert abs(prob.w[a].sum() - prob.w[b].sum()) < 1e-6 * prob.w.sum()
+    assert prob.w[heur].sum() >= prob.w[a].sum() - 1e-9

@@ -40,6 +40,7 @@ class Mechanism:
 
     name = "mechanism"
     additive = True  #: releases add up to their published margins
+    suppressible_totals = False  #: releases may hide totals (NaN in margins / subtotals)
 
     def to_dict(self) -> dict:
         return {"name": self.name, **self._params()}

@@ -61,44 +61,55 @@ class CellSuppression(Mechanism):
 
     name = "cell_suppression"
     additive = True
+    suppressible_totals = True
 
     def __init__(self, method: str = "heuristic", cost: str = "value",
-                 suppress_zeros: bool = False):
+                 suppress_zeros: bool = False, suppress_totals: bool = False):
         self.method = V.choice(method, "method", METHODS)
         self.cost = V.choice(cost, "cost", COSTS)
-        if not isinstance(suppress_zeros, bool):
-            raise TypeError(f"suppress_zeros must be True or False, got {suppress_zeros!r}")
+        for name, v in (("suppress_zeros", suppress_zeros), ("suppress_totals", suppress_totals)):
+            if not isinstance(v, bool):
+                raise TypeError(f"{name} must be True or False, got {v!r}")
         self.suppress_zeros = suppress_zeros
+        self.suppress_totals = suppress_totals
 
     def _params(self) -> dict:
-        return {"method": self.method, "cost": self.cost, "suppress_zeros": self.suppress_zeros}
+        return {"method": self.method, "cost": self.cost, "suppress_zeros": self.suppress_zeros,
+                "suppress_totals": self.suppress_totals}
 
     # --- protect -----------------------------------------------------------------------
-    def protect(self, table, rng=None, *, sensitive, protection, groups=None,
+    def protect(self, table, rng=None, *, sensitive, protection=None, groups=None,
                 time_limit: float | None = None):
         """Suppress ``sensitive`` cells and complements (``rng`` is not used: the method is
         deterministic).  See :func:`riskengine.suppress`."""
         from ..release import Release
         from ..suppress import _pattern
-        table, system, mask = _pattern(table, sensitive, protection, self.method, self.cost,
-                                       groups, self.suppress_zeros, time_limit)
-        vals = table.values
-        pub = np.where(mask, np.nan, vals.astype(float))
-        full = system.vector(vals)
-        subtotals = {}
-        for b in system.blocks:
-            if b.grouped is not None:
-                subtotals[b.keep] = full[b.slice].reshape(b.shape)
-        rel = Release(published=pub, margins=table.totals(), mechanism=self, dims=table.dims,
-                      coords=table.coords, kind=table.kind, groups=system.groups or None,
-                      subtotals=subtotals or None)
-        sens = _sens(sensitive, table)
+        table, system, x, sens, mask, info = _pattern(
+            table, sensitive, protection, self.method, self.cost, groups,
+            self.suppress_zeros, self.suppress_totals, time_limit)
+        pub = np.where(mask, np.nan, x)
+        if table.kind == "count" and not mask.any():
+            pub = pub.astype(np.int64)
+        parts = system.split(pub)
+        margins = {b.keep: parts[(b.keep, None)] for b in system.blocks[1:] if b.grouped is None}
+        subtotals = {b.keep: parts[(b.keep, b.grouped)] for b in system.blocks
+                     if b.grouped is not None}
+        rel = Release(published=parts[(system.dims, None)], margins=margins, mechanism=self,
+                      dims=table.dims, coords=table.coords, kind=table.kind,
+                      groups=system.groups or None, subtotals=subtotals or None)
+        n_int = system.n_interior
         comp = mask & ~sens
-        rel.info = {"n_suppressed": int(mask.sum()),
-                    "value_suppressed": float(vals[mask].sum()),
-                    "n_sensitive": int(sens.sum()),
-                    "n_complementary": int(comp.sum()),
-                    "value_complementary": float(vals[comp].sum())}
+        tot = np.zeros(mask.size, bool)
+        tot[n_int:] = True
+        rel.info = {"n_suppressed": int(mask[:n_int].sum()),
+                    "value_suppressed": float(x[:n_int][mask[:n_int]].sum()),
+                    "n_sensitive": int(sens[:n_int].sum()),
+                    "n_complementary": int(comp[:n_int].sum()),
+                    "value_complementary": float(x[:n_int][comp[:n_int]].sum()),
+                    "n_totals_suppressed": int((mask & tot).sum()),
+                    "value_totals_suppressed": float(x[mask & tot].sum()),
+                    "n_sensitive_totals": int((sens & tot).sum()),
+                    **info}
         return rel
 
     def validate_release(self, release) -> None:
@@ -117,6 +128,11 @@ class CellSuppression(Mechanism):
                   count: bool = True) -> Posterior:
         V.choice(route, "route", ("auto", "dp", "enumerate"))
         _need_counts(release)
+        if release._hidden_totals() and (len(release.dims) != 2 or release.groups):
+            raise ValueError("integer completions of releases with suppressed totals are "
+                             "computed for 2-D tables without subtotals; this release has "
+                             f"dims {release.dims}" + (" and subtotals" if release.groups
+                                                        else "") + ": use rk.audit")
         if len(release.dims) == 3:
             if release.groups:
                 raise ValueError("3-D suppressed releases with subtotals are not supported "
@@ -140,11 +156,6 @@ class CellSuppression(Mechanism):
         if len(release.dims) == 2 and not release.groups:
             return _tabledp.count(_windows(release, prior))
         return self.posterior(release, prior, route=route).n_candidates
-
-
-def _sens(sensitive, table):
-    from ..audit import _interior_array
-    return _interior_array(sensitive, "sensitive", table.dims, table.shape, bool)
 
 
 def _need_counts(release):
@@ -176,14 +187,50 @@ def _windows(release, prior: Prior, pub=None, R=None, C=None, N=None, coords=Non
         _need_2d_all_totals(release)
         d0, d1 = release.dims
         pub = release.published
+        coords = release.coords
+        if release._hidden_totals():
+            return _windows_hidden_totals(release, prior)
         R = np.asarray(release.margins[(d0,)], dtype=np.int64)
         C = np.asarray(release.margins[(d1,)], dtype=np.int64)
         N = int(release.margins[()])
-        coords = release.coords
     hi = np.minimum(R[:, None], C[None, :])
     lo, lw = _cell_windows(pub, 0, hi, prior, release.dims, coords)
     return _tabledp.Windows(lo, lw, R, np.zeros((len(R), 1)), C, np.zeros((len(C), 1)),
                             int(N), np.zeros(1))
+
+
+def _windows_hidden_totals(release, prior: Prior):
+    """Suppressed totals: each on the integer range of its LP interval (the audit's), with
+    a flat likelihood; suppressed cells on 0..their LP upper bound."""
+    from ..audit import intervals, protection_tol
+    system = release.system()
+    x = release.cell_vector(system)
+    lo, hi = intervals(system, x)
+    if not np.all(np.isfinite(hi)):
+        j = int(np.argmax(~np.isfinite(hi)))
+        raise ValueError(f"{system.labels()[j]} is unbounded given the published cells (the "
+                         "grand total and the totals above it are suppressed): infinitely "
+                         "many integer completions")
+    tol = protection_tol(x)
+    ilo = np.ceil(lo - tol).astype(np.int64)
+    ihi = np.floor(hi + tol).astype(np.int64)
+    parts = {(b.keep, b.grouped): (ilo[b.slice].reshape(b.shape), ihi[b.slice].reshape(b.shape))
+             for b in system.blocks}
+    d0, d1 = release.dims
+
+    def total(keep):
+        a, b = parts[(keep, None)]
+        a, b = np.atleast_1d(a), np.atleast_1d(b)
+        W = int((b - a).max(initial=0)) + 1
+        lw = np.where(np.arange(W) <= (b - a)[:, None], 0.0, -np.inf)
+        return a, lw
+
+    R, Rlw = total((d0,))
+    C, Clw = total((d1,))
+    G, Glw = total(())
+    clo, chi = parts[(release.dims, None)]
+    lo_c, lw = _cell_windows(release.published, clo, chi, prior, release.dims, release.coords)
+    return _tabledp.Windows(lo_c, lw, R, Rlw, C, Clw, int(G[0]), Glw[0])
 
 
 def _grouped_2d(release, prior, mech, count) -> Posterior:

@@ -1,0 +1,560 @@
+"""The complementary suppression problem (CSP): the solvers behind :func:`riskengine.suppress`.
+
+Everything works on the vector of *every* cell of the tabular system ``T x = 0``
+(interior, totals, subtotals; :mod:`riskengine.linear`), so published and suppressed
+totals are handled like any other cell.  Values are divided by their largest magnitude
+(``scale``) before any LP.
+
+A pattern ``z`` (1 = suppressed) protects sensitive cell ``s`` upwards by ``p`` when the
+intruder's LP
+
+    max y_s   over   T y = 0,   -x_j z_j <= y_j <= M_j z_j
+
+reaches ``p`` (downwards: min ``y_s`` reaches ``-p``): ``y`` is the move from the true
+table to another nonnegative table that agrees with every published cell.  ``M_j`` is the
+intruder's a-priori room above ``x_j``: the room left under the smallest total that
+contains ``j`` (that total's value plus its own room when it may be suppressed); a cell
+no total contains gets ``sum of the interior + sum of the upper protections`` -- never
+binding when the grand total is published, a finite cap when it is not (the final audit
+in :func:`riskengine.suppress` uses no cap at all).
+
+* :class:`Intruder` -- that LP, kept alive in one HiGHS model (highspy) and re-solved
+  with new bounds and objectives from the previous basis (warm start);
+* :func:`heuristic` -- protect sensitive cells one at a time, largest protection first,
+  each by the cheapest completion LP (seed 004 §3.2-3.3);
+* :func:`cleanup` -- drop complementary cells, most expensive first, that no protection
+  needs (each task keeps a certificate ``y``; only tasks whose certificate uses the cell
+  are re-solved);
+* :func:`optimal` -- Fischetti & Salazar's model by row generation over capacity cuts,
+  with the heuristic's pattern as incumbent and a proven lower bound: exact (gap 0) or,
+  at the time limit, the best protecting pattern found with its gap;
+* :func:`optimal_explicit` -- one explicit MILP (a deviation vector per protection task):
+  the test reference for :func:`optimal`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import highspy
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+__all__ = ["Problem", "cleanup", "heuristic", "optimal", "optimal_explicit"]
+
+#: a protection counts as reached at ``p (1 - REACH)`` (LP tolerance; the audit decides)
+REACH = 1e-9
+#: a pattern improves on the best only when cheaper by this much (relative): optimality
+#: is proven to within it (it is well above HiGHS's tolerances, well below cost changes)
+CUTOFF = 1e-7
+MAX_MILP_VARS = 400_000
+_INF = highspy.kHighsInf
+
+
+@dataclass(eq=False)
+class Problem:
+    """One CSP instance in scaled units (every vector over the cells of the system)."""
+
+    A: sp.csr_matrix      #: equations, cells of the system as columns
+    x: np.ndarray         #: values / scale
+    scale: float
+    sens: np.ndarray      #: sensitive (primary) cells
+    plo: np.ndarray       #: lower protection / scale
+    phi: np.ndarray       #: upper protection / scale
+    w: np.ndarray         #: suppression cost of every cell (> 0)
+    cand: np.ndarray      #: cells that may be suppressed (sensitive cells included)
+    M: np.ndarray         #: a-priori room above each cell / scale
+    labels: list = field(repr=False, default=None)
+
+    @property
+    def n(self) -> int:
+        return self.x.size
+
+    @property
+    def tasks(self) -> list:
+        """``(cell, direction, protection)`` for every protection a sensitive cell needs,
+        largest protection first (ties: cell order, upper before lower)."""
+        need = np.maximum(self.plo, self.phi)
+        out = []
+        for s in sorted(np.flatnonzero(self.sens), key=lambda i: (-need[i], i)):
+            for d, p in ((+1, self.phi[s]), (-1, self.plo[s])):
+                if p > 0:
+                    out.append((int(s), d, float(p)))
+        return out
+
+    def label(self, j) -> str:
+        return self.labels[j] if self.labels is not None else f"cell {j}"
+
+
+def make_problem(A, x, sens, plo, phi, w, cand, labels=None) -> Problem:
+    """Scale the values and compute the a-priori room ``M``."""
+    x = np.asarray(x, dtype=float)
+    scale = max(float(np.abs(x).max(initial=0.0)), 1.0)
+    A = sp.csr_matrix(A)
+    M = upper_room(A, x, cand, big=float(x.max(initial=0.0) + np.sum(phi)))
+    return Problem(A, x / scale, scale, np.asarray(sens, bool), plo / scale, phi / scale,
+                   np.asarray(w, float), np.asarray(cand, bool), M / scale, labels)
+
+
+def upper_room(A, x, cand, big: float) -> np.ndarray:
+    """How far each cell can rise while every published total holds: the minimum, over the
+    totals ``t`` containing the cell, of ``x_t + room_t - x_j`` (``room_t = 0`` for a total
+    that is never suppressed); ``big`` for a cell no total contains.
+
+    Each equation of ``T`` is ``total - sum(parts) = 0``: the +1 entry is the total."""
+    A = sp.coo_matrix(A)
+    tot_of_row = np.full(A.shape[0], -1, np.int64)
+    tot_of_row[A.row[A.data > 0]] = A.col[A.data > 0]
+    part = A.data < 0
+    rows, parts = A.row[part], A.col[part]
+    room = np.full(A.shape[1], float(big))
+    for _ in range(A.shape[1] + 1):
+        t = tot_of_row[rows]
+        cap = x[t] + np.where(cand[t], room[t], 0.0) - x[parts]
+        new = room.copy()
+        np.minimum.at(new, parts, cap)
+        new = np.maximum(new, 0.0)
+        if np.array_equal(new, room):
+            break
+        room = new
+    return room
+
+
+def _lp(n_col, A, lower, upper, cost) -> highspy.Highs:
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n_col, A.shape[0]
+    lp.col_cost_ = np.asarray(cost, float)
+    lp.col_lower_ = np.asarray(lower, float)
+    lp.col_upper_ = np.asarray(upper, float)
+    lp.row_lower_ = np.zeros(A.shape[0])
+    lp.row_upper_ = np.zeros(A.shape[0])
+    Ac = sp.csc_matrix(A)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = Ac.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = Ac.indices.astype(np.int32)
+    lp.a_matrix_.value_ = Ac.data.astype(float)
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_col, A.shape[0]
+    h.passModel(lp)
+    return h
+
+
+def _run(h, what: str):
+    """Solve; on anything but an optimum, once more from scratch (a warm start can
+    leave HiGHS with status "unknown").  None on success, else the model status."""
+    h.run()
+    st = h.getModelStatus()
+    if st != highspy.HighsModelStatus.kOptimal:
+        h.clearSolver()
+        h.run()
+        st = h.getModelStatus()
+        if st != highspy.HighsModelStatus.kOptimal:
+            return st
+    return None
+
+
+class Intruder:
+    """The intruder's LP for one pattern, re-solved from the previous basis.
+
+    Each task is solved in units of its own protection (bounds divided by ``p``, so the
+    target is 1): a small cell in a table with large totals keeps its precision."""
+
+    def __init__(self, prob: Problem):
+        self.prob = prob
+        n = prob.n
+        self.h = _lp(n, prob.A, np.zeros(n), np.zeros(n), np.zeros(n))
+        # successive solves change the objective: the primal simplex keeps its basis
+        # feasible (measured 5x faster than the default on a 40x40 table)
+        self.h.setOptionValue("simplex_strategy", 4)
+        self.idx = np.arange(n, dtype=np.int32)
+        self._z = np.zeros(n)        # pattern asked for
+        self._zs = np.zeros(n)       # pattern in the model
+        self._f = 1.0                # unit of the model's bounds
+        self._cost_col = None
+        self.n_solves = 0
+
+    def pattern(self, z) -> None:
+        """Pattern ``z`` for the next solves (fractional in the LP relaxation)."""
+        self._z = np.asarray(z, float).copy()
+
+    def _bounds(self, f: float) -> None:
+        p, z = self.prob, self._z
+        if f != self._f:
+            idx = self.idx
+        else:
+            idx = np.flatnonzero(z != self._zs).astype(np.int32)
+        if idx.size:
+            self.h.changeColsBounds(idx.size, idx, -p.x[idx] * z[idx] * f,
+                                    p.M[idx] * z[idx] * f)
+        self._zs, self._f = z, f
+
+    def move(self, s: int, d: int, p: float = 1.0):
+        """``(max d * y_s, y, row duals)`` under the current pattern (solved in units
+        of ``p``)."""
+        self._bounds(1.0 / p)
+        if self._cost_col is not None:
+            self.h.changeColCost(self._cost_col, 0.0)
+        self.h.changeColCost(int(s), -float(d))
+        self._cost_col = int(s)
+        st = _run(self.h, "intruder")
+        self.n_solves += 1
+        if st is not None:
+            raise RuntimeError(f"HiGHS failed on the intruder LP of "
+                               f"{self.prob.label(s)}: {self.h.modelStatusToString(st)}")
+        sol = self.h.getSolution()
+        return (-p * self.h.getInfo().objective_function_value,
+                p * np.asarray(sol.col_value), np.asarray(sol.row_dual))
+
+    def protected(self, task) -> tuple:
+        s, d, p = task
+        v, y, u = self.move(s, d, p)
+        return v >= p * (1 - REACH), y, u
+
+
+def capacity_cut(prob: Problem, task, u, z):
+    """The capacity cut ``sum_j a_j z_j >= p`` from multipliers ``u`` of ``T y = 0`` (the
+    intruder LP's duals at a pattern ``z`` that fails ``task``): for any ``u``, the LP's
+    value is at most ``sum_j [max(r_j, 0) M_j + max(-r_j, 0) x_j] z_j`` with
+    ``r = c - T'u``; coefficients above ``p`` are lowered to ``p`` (binaries).  Returns
+    ``(columns, coefficients)`` or None when no cut separates ``z`` (numerics)."""
+    s, d, p = task
+    c = np.zeros(prob.n)
+    c[s] = d
+    best = None
+    for uu in (u, -u):
+        r = c - prob.A.T @ uu
+        coef = np.maximum(r, 0.0) * prob.M + np.maximum(-r, 0.0) * prob.x
+        coef = np.where(prob.cand & (coef > 1e-12), np.minimum(coef, p), 0.0)
+        val = float(coef @ z)
+        if best is None or val < best[1]:
+            best = (coef, val)
+    coef, val = best
+    if val >= p * (1 - REACH):
+        return None
+    cols = np.flatnonzero(coef)
+    return cols, coef[cols]
+
+
+class _Completion:
+    """The heuristic's LP: the cheapest deviation that moves one cell by its protection
+    (variables ``y+``, ``y-``; moving an already suppressed cell is free)."""
+
+    def __init__(self, prob: Problem):
+        self.prob = prob
+        n = prob.n
+        A2 = sp.hstack([prob.A, -prob.A]).tocsr()
+        self.h = _lp(2 * n, A2, np.zeros(2 * n), np.zeros(2 * n), np.zeros(2 * n))
+        self.idx = np.arange(2 * n, dtype=np.int32)
+
+    def solve(self, supp, task):
+        """The deviation (in the problem's units), or None if no completion exists.
+        Solved in units of the protection, costs divided by the largest."""
+        prob, n = self.prob, self.prob.n
+        s, d, p = task
+        cost = np.where(supp, 0.0, prob.w / prob.w.max())
+        up = np.where(supp | prob.cand, prob.M / p, 0.0)
+        dn = np.where(supp | prob.cand, prob.x / p, 0.0)
+        lo = np.zeros(2 * n)
+        if d > 0:
+            lo[s] = up[s] = 1.0
+            dn[s] = 0.0
+        else:
+            lo[n + s] = dn[s] = 1.0
+            up[s] = 0.0
+        self.h.changeColsCost(2 * n, self.idx, np.concatenate([cost, cost]))
+        self.h.changeColsBounds(2 * n, self.idx, lo, np.concatenate([up, dn]))
+        st = _run(self.h, "completion")
+        if st is not None:
+            return None
+        v = np.asarray(self.h.getSolution().col_value)
+        return p * (v[:n] - v[n:])
+
+
+def heuristic(prob: Problem, start=None, intruder: Intruder | None = None) -> np.ndarray:
+    """Protect the tasks one at a time (largest protection first): a task the pattern so
+    far already protects is skipped, else the cells its cheapest completion moves are
+    suppressed.  ``start``: cells suppressed from the outset.  Raises ``ValueError`` when
+    a cell cannot be protected even with every candidate suppressed."""
+    intr = intruder or Intruder(prob)
+    comp = _Completion(prob)
+    supp = prob.sens.copy() if start is None else (np.asarray(start, bool) | prob.sens)
+    for task in prob.tasks:
+        for attempt in range(4):
+            intr.pattern(supp)
+            if intr.protected(task)[0]:
+                break
+            if attempt == 3:
+                raise RuntimeError(f"the completion LPs of {prob.label(task[0])} do not "
+                                   "protect it when checked (numerics)")
+            y = comp.solve(supp, task)
+            if y is None:
+                s, d, p = task
+                side = "above" if d > 0 else "below"
+                raise ValueError(f"sensitive cell {prob.label(s)} cannot be protected by "
+                                 f"{p * prob.scale:g} {side} its value "
+                                 f"{prob.x[s] * prob.scale:g}, even suppressing every "
+                                 "candidate cell")
+            # the cells the completion moves (a retry, if the check still fails,
+            # moves the suppressed cells for free)
+            supp |= (np.abs(y) > 1e-9 * task[2]) & prob.cand
+    return supp
+
+
+def cleanup(prob: Problem, supp, intruder: Intruder | None = None) -> np.ndarray:
+    """Unsuppress complementary cells (most expensive first) that no protection needs."""
+    intr = intruder or Intruder(prob)
+    supp = np.asarray(supp, bool).copy()
+    tasks = prob.tasks
+    intr.pattern(supp)
+    cert = []
+    for task in tasks:
+        ok, y, _ = intr.protected(task)
+        if not ok:
+            raise RuntimeError(f"cleanup got a pattern that does not protect "
+                               f"{prob.label(task[0])}")
+        cert.append(np.abs(y) > 1e-9 * task[2])
+    uses = np.array(cert) if cert else np.zeros((0, prob.n), bool)
+    comp = np.flatnonzero(supp & ~prob.sens)
+    for j in comp[np.lexsort((comp, -prob.w[comp]))]:
+        users = np.flatnonzero(uses[:, j])
+        trial = supp.copy()
+        trial[j] = False
+        if users.size:
+            intr.pattern(trial)
+            new = {}
+            for k in users:
+                ok, y, _ = intr.protected(tasks[k])
+                if not ok:
+                    break
+                new[k] = np.abs(y) > 1e-9 * tasks[k][2]
+            else:
+                for k, c in new.items():
+                    uses[k] = c
+                supp = trial
+            continue
+        supp = trial
+    return supp
+
+
+class _Master:
+    """The master problem over the binaries: min w z subject to the cuts so far."""
+
+    def __init__(self, prob: Problem):
+        self.prob = prob
+        n = prob.n
+        lb = np.where(prob.sens, 1.0, 0.0)
+        ub = np.where(prob.cand, 1.0, 0.0)
+        self.unit = float(prob.w @ prob.cand) or 1.0     # objective in units of O(1)
+        self.h = _lp(n, sp.csr_matrix((0, n)), lb, ub, prob.w / self.unit)
+        # binaries: tight tolerances, so no cut is met "within tolerance" only
+        for opt in ("mip_feasibility_tolerance", "primal_feasibility_tolerance"):
+            self.h.setOptionValue(opt, 1e-9)
+        self.idx = np.arange(n, dtype=np.int32)
+        # row 0: the objective cutoff w z <= best (HiGHS's objective_bound is no cutoff)
+        c = np.flatnonzero(prob.cand)
+        self.h.addRows(1, np.array([-_INF]), np.array([_INF]), c.size,
+                       np.array([0], np.int32), c.astype(np.int32), prob.w[c] / self.unit)
+        self.n_cuts = 0
+
+    def add(self, cuts) -> None:
+        if not cuts:
+            return
+        starts, index, value, lo = [], [], [], []
+        k = 0
+        for (cols, coef), p in cuts:
+            starts.append(k)
+            index.append(cols)
+            value.append(coef)
+            lo.append(p)
+            k += cols.size
+        self.h.addRows(len(cuts), np.array(lo), np.full(len(cuts), _INF), k,
+                       np.array(starts, np.int32), np.concatenate(index).astype(np.int32),
+                       np.concatenate(value))
+        self.n_cuts += len(cuts)
+
+    def integral(self, flag: bool) -> None:
+        kind = highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous
+        self.h.changeColsIntegrality(self.prob.n, self.idx,
+                                     np.full(self.prob.n, int(kind), np.uint8))
+
+    def solve_lp(self):
+        self.integral(False)
+        self.h.changeRowBounds(0, -_INF, _INF)
+        st = _run(self.h, "master LP")
+        if st is not None:
+            raise RuntimeError(f"HiGHS failed on the suppression LP relaxation: "
+                               f"{self.h.modelStatusToString(st)}")
+        return (np.asarray(self.h.getSolution().col_value),
+                self.h.getInfo().objective_function_value)
+
+    def solve_mip(self, cutoff, seconds):
+        """The first master solution cheaper than ``cutoff`` (HiGHS stops at its first
+        improving solution).  Returns ``(z, value, lower bound, state)`` with ``state``
+        "found", "none" (no solution below the cutoff exists: proven) or "time_limit"."""
+        self.integral(True)
+        h = self.h
+        h.setOptionValue("mip_rel_gap", 0.0)
+        h.setOptionValue("mip_abs_gap", 0.0)
+        h.changeRowBounds(0, -_INF, float(cutoff) / self.unit)
+        h.setOptionValue("mip_max_improving_sols", 1)
+        h.setOptionValue("time_limit", float(max(seconds, 0.5)) if seconds is not None
+                         else _INF)
+        h.run()
+        st = h.getModelStatus()
+        info = h.getInfo()
+        S = highspy.HighsModelStatus
+        if st == S.kInfeasible:
+            return None, None, float(cutoff), "none"
+        u = self.unit
+        sol = np.asarray(h.getSolution().col_value)
+        has = info.primal_solution_status == 2 and sol.size == self.prob.n
+        if st in (S.kOptimal, S.kSolutionLimit) or (st == S.kInterrupt and has):
+            lb = float(info.objective_function_value) if st == S.kOptimal \
+                else float(info.mip_dual_bound)
+            return sol > 0.5, u * float(info.objective_function_value), u * lb, "found"
+        if st in (S.kTimeLimit, S.kInterrupt):
+            return None, None, u * float(info.mip_dual_bound), "time_limit"
+        raise RuntimeError(f"HiGHS failed on the suppression master MILP: "
+                           f"{h.modelStatusToString(st)}")
+
+
+def optimal(prob: Problem, incumbent, time_limit: float | None = None):
+    """Minimum-cost protecting pattern by row generation (Fischetti & Salazar's capacity
+    cuts).  ``incumbent``: a protecting pattern (the heuristic's), the upper bound.
+
+    Rounds of the LP relaxation first (cheap; most cuts), then MILP rounds: HiGHS looks
+    for a master solution cheaper than the best protecting pattern so far and stops at
+    the first it finds.  One that protects every cell becomes the new best; one that
+    does not gets its cuts and is repaired (heuristic + cleanup from it) into a protecting
+    pattern, the new best when cheaper.  When no master solution is cheaper than the
+    best, the best is optimal (the master relaxes the problem: every cut is valid for
+    every protecting pattern).  The master's dual bound is the lower bound reported at
+    the time limit.
+
+    Returns ``(mask, info)``, ``info`` with ``status`` ("optimal", "time_limit", or
+    "stalled" if HiGHS returned a pattern twice -- a numerical safeguard, never seen),
+    ``lower_bound``, ``upper_bound`` (costs), ``gap`` (relative), ``rounds``, ``cuts``."""
+    t_end = None if time_limit is None else time.perf_counter() + float(time_limit)
+
+    def left():
+        return None if t_end is None else t_end - time.perf_counter()
+
+    intr = Intruder(prob)
+    master = _Master(prob)
+    tasks = prob.tasks
+    best = np.asarray(incumbent, bool).copy()
+    ub = float(prob.w @ best)
+    lb = float(prob.w @ prob.sens)
+
+    def separate(z):
+        intr.pattern(z)
+        cuts = []
+        for task in tasks:
+            ok, _, u = intr.protected(task)
+            if ok:
+                continue
+            cut = capacity_cut(prob, task, u, z)
+            if cut is None:
+                raise RuntimeError("could not derive a violated protection cut (numerics)")
+            cuts.append((cut, task[2]))
+        return cuts
+
+    rounds = 0
+    status = "optimal"
+    # LP rounds
+    while True:
+        z, val = master.solve_lp()
+        lb = max(lb, val * master.unit)
+        cuts = separate(z)
+        if not cuts:
+            break
+        master.add(cuts)
+        rounds += 1
+        if t_end is not None and left() <= 0:
+            break
+    # MILP rounds: the master's first solution below the best protecting pattern
+    seen = set()
+    while ub > lb * (1 + CUTOFF):
+        rem = left()
+        if rem is not None and rem <= 0:
+            status = "time_limit"
+            break
+        z, val, bound, state = master.solve_mip(ub * (1 - CUTOFF), rem)
+        rounds += 1
+        lb = max(lb, bound)
+        if state == "found":
+            key = np.flatnonzero(z).tobytes()
+            if key in seen:     # numerics: a cut HiGHS meets within its tolerance only
+                status = "stalled"
+                break
+            seen.add(key)
+        if state == "none":
+            lb = ub
+            break
+        if state == "time_limit":
+            status = "time_limit"
+            break
+        cuts = separate(z.astype(float))
+        if not cuts:            # protects every cell and is cheaper (the cutoff): the new best
+            best, ub = z, float(prob.w @ z)
+            continue
+        master.add(cuts)
+        rep = cleanup(prob, heuristic(prob, start=z, intruder=intr), intruder=intr)
+        c = float(prob.w @ rep)
+        if c < ub - 1e-12 * abs(ub):
+            best, ub = rep, c
+    lb = min(lb, ub)
+    gap = 0.0 if ub <= 0 else max(ub - lb, 0.0) / ub
+    if gap <= 2 * CUTOFF:
+        status, gap = "optimal", 0.0
+    return best, {"status": status, "lower_bound": lb, "upper_bound": ub, "gap": gap,
+                  "rounds": rounds, "cuts": master.n_cuts, "lp_solves": intr.n_solves}
+
+
+def optimal_explicit(prob: Problem, time_limit: float | None = None) -> np.ndarray:
+    """The same optimum from one explicit MILP: a deviation vector ``y^t`` per protection
+    task with ``T y^t = 0``, ``-x_j z_j <= y^t_j <= M_j z_j`` and ``y^t_s = +-p`` (scipy's
+    HiGHS).  The reference for :func:`optimal` in the tests."""
+    tasks = prob.tasks
+    cidx = np.flatnonzero(prob.cand)
+    nc = cidx.size
+    n_var = nc * (1 + len(tasks))
+    if n_var > MAX_MILP_VARS:
+        raise ValueError(f"the explicit suppression MILP would have {n_var} variables "
+                         f"({nc} candidate cells x {len(tasks)} protection directions + "
+                         f"{nc} binaries), above {MAX_MILP_VARS}")
+    where = {int(j): k for k, j in enumerate(cidx)}
+    A_c = prob.A[:, cidx]
+    A_c = A_c[np.flatnonzero(np.diff(A_c.tocsr().indptr) > 0)]
+    T = len(tasks)
+    cost = np.concatenate([prob.w[cidx], np.zeros(nc * T)])
+    lb = np.concatenate([prob.sens[cidx].astype(float), np.full(nc * T, -np.inf)])
+    ub = np.concatenate([np.ones(nc), np.full(nc * T, np.inf)])
+    for t, (s, d, p) in enumerate(tasks):
+        k = nc * (1 + t) + where[s]
+        lb[k] = ub[k] = d * p
+    cons = []
+    if T:
+        I = sp.identity(nc, format="csr")
+        zero = sp.csr_matrix((A_c.shape[0] * T, nc))
+        cons.append(LinearConstraint(sp.hstack([zero, sp.block_diag([A_c] * T)]), 0.0, 0.0))
+        # y + x z >= 0  and  y - M z <= 0
+        cons.append(LinearConstraint(sp.hstack([sp.vstack([sp.diags(prob.x[cidx])] * T),
+                                                sp.block_diag([I] * T)]), 0.0, np.inf))
+        cons.append(LinearConstraint(sp.hstack([sp.vstack([sp.diags(-prob.M[cidx])] * T),
+                                                sp.block_diag([I] * T)]), -np.inf, 0.0))
+    options = {"mip_rel_gap": 0.0, "disp": False}
+    if time_limit is not None:
+        options["time_limit"] = float(time_limit)
+    integrality = np.concatenate([np.ones(nc), np.zeros(nc * T)])
+    res = milp(cost, integrality=integrality, bounds=Bounds(lb, ub), constraints=cons,
+               options=options)
+    if res.status != 0 or res.x is None:
+        raise ValueError(f"the explicit suppression MILP did not reach a proven optimum: "
+                         f"{res.message}")
+    mask = np.zeros(prob.n, bool)
+    mask[cidx] = res.x[:nc] > 0.5
+    return mask

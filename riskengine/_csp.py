@@ -34,6 +34,9 @@ in :func:`riskengine.suppress` uses no cap at all).
 
 from __future__ import annotations
 
+import ctypes
+import os
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -46,6 +49,9 @@ __all__ = ["Problem", "cleanup", "heuristic", "optimal", "optimal_explicit"]
 
 #: a protection counts as reached at ``p (1 - REACH)`` (LP tolerance; the audit decides)
 REACH = 1e-9
+#: the clean-up keeps a cell unsuppressed only if the protections still hold with this
+#: (relative) margin: a pattern it returns passes the intruder's check with room to spare
+MARGIN = 1e-6
 #: a pattern improves on the best only when cheaper by this much (relative): optimality
 #: is proven to within it (it is well above HiGHS's tolerances, well below cost changes)
 CUTOFF = 1e-7
@@ -122,8 +128,36 @@ def upper_room(A, x, cand, big: float) -> np.ndarray:
     return room
 
 
+_quiet = False
+
+
+def _highs() -> highspy.Highs:
+    """A silent HiGHS model.  The first one in a process prints HiGHS's banner from C++
+    before any option can be set: file descriptor 1 goes to /dev/null meanwhile."""
+    global _quiet
+    if _quiet:
+        h = highspy.Highs()
+    else:
+        sys.stdout.flush()
+        saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, 1)
+            h = highspy.Highs()
+            try:
+                ctypes.CDLL(None).fflush(None)
+            except (OSError, AttributeError):     # no C library handle (not POSIX)
+                pass
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(null)
+        _quiet = True
+    h.setOptionValue("output_flag", False)
+    return h
+
+
 def _lp(n_col, A, lower, upper, cost) -> highspy.Highs:
-    h = highspy.Highs()
+    h = _highs()
     h.setOptionValue("output_flag", False)
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = n_col, A.shape[0]
@@ -142,11 +176,15 @@ def _lp(n_col, A, lower, upper, cost) -> highspy.Highs:
     return h
 
 
-def _run(h, what: str):
+def _run(h, what: str, accept_infeasible: bool = False):
     """Solve; on anything but an optimum, once more from scratch (a warm start can
-    leave HiGHS with status "unknown").  None on success, else the model status."""
+    leave HiGHS with status "unknown").  None on success, else the model status.
+    ``accept_infeasible``: trust an infeasibility found from a warm start (where a wrong
+    "infeasible" only costs optimality, never protection)."""
     h.run()
     st = h.getModelStatus()
+    if accept_infeasible and st == highspy.HighsModelStatus.kInfeasible:
+        return st
     if st != highspy.HighsModelStatus.kOptimal:
         h.clearSolver()
         h.run()
@@ -242,35 +280,71 @@ class _Completion:
     """The heuristic's LP: the cheapest deviation that moves one cell by its protection
     (variables ``y+``, ``y-``; moving an already suppressed cell is free)."""
 
-    def __init__(self, prob: Problem):
+    def __init__(self, prob: Problem, cols=None):
+        """``cols``: the only cells that may ever move (the clean-up's starting pattern:
+        a smaller model), default every cell."""
         self.prob = prob
-        n = prob.n
-        A2 = sp.hstack([prob.A, -prob.A]).tocsr()
-        self.h = _lp(2 * n, A2, np.zeros(2 * n), np.zeros(2 * n), np.zeros(2 * n))
-        self.idx = np.arange(2 * n, dtype=np.int32)
+        self.cols = np.arange(prob.n) if cols is None else np.asarray(cols)
+        A = prob.A[:, self.cols]
+        A = A[np.flatnonzero(A.getnnz(axis=1))]
+        m = self.cols.size
+        self.h = _lp(2 * m, sp.hstack([A, -A]).tocsr(), np.zeros(2 * m), np.zeros(2 * m),
+                     np.zeros(2 * m))
+        # what the model holds: successive solves change only what differs (a few
+        # bounds between the tasks of one pattern), which keeps the warm start
+        self._cost = np.zeros(2 * m)
+        self._lo = np.zeros(2 * m)
+        self._hi = np.zeros(2 * m)
 
-    def solve(self, supp, task):
+    def solve(self, supp, task, within: bool = False):
         """The deviation (in the problem's units), or None if no completion exists.
-        Solved in units of the protection, costs divided by the largest."""
-        prob, n = self.prob, self.prob.n
+        Solved in units of the protection, costs divided by the largest.
+
+        ``within=False`` (the heuristic): any candidate may move, suppressed cells for
+        free.  ``within=True`` (the clean-up's certificates): only suppressed cells move,
+        each complementary cell at its cost, the target raised by ``MARGIN`` -- the
+        cheapest proof that ``supp`` protects the task, which avoids expensive cells."""
+        prob, c = self.prob, self.cols
         s, d, p = task
-        cost = np.where(supp, 0.0, prob.w / prob.w.max())
-        up = np.where(supp | prob.cand, prob.M / p, 0.0)
-        dn = np.where(supp | prob.cand, prob.x / p, 0.0)
-        lo = np.zeros(2 * n)
-        if d > 0:
-            lo[s] = up[s] = 1.0
-            dn[s] = 0.0
+        s = int(np.searchsorted(c, s))          # cols are sorted and hold s
+        supp = np.asarray(supp, bool)[c]
+        wn = prob.w[c] / prob.w.max()
+        if within:
+            cost = np.where(supp & ~prob.sens[c], wn, 0.0)
+            room = supp
         else:
-            lo[n + s] = dn[s] = 1.0
-            up[s] = 0.0
-        self.h.changeColsCost(2 * n, self.idx, np.concatenate([cost, cost]))
-        self.h.changeColsBounds(2 * n, self.idx, lo, np.concatenate([up, dn]))
-        st = _run(self.h, "completion")
+            cost = np.where(supp, 0.0, wn)
+            room = supp | prob.cand[c]
+        up = np.where(room, prob.M[c] / p, 0.0)
+        dn = np.where(room, prob.x[c] / p, 0.0)
+        m = c.size
+        lo = np.zeros(2 * m)
+        k = s if d > 0 else m + s
+        (dn if d > 0 else up)[s] = 0.0
+        hi = np.concatenate([up, dn])
+        if within:
+            # the cell itself moves by p (1 + MARGIN) or more, within its room
+            lo[k] = 1.0 + MARGIN
+            if hi[k] < lo[k]:
+                return None
+        else:
+            lo[k] = hi[k] = 1.0
+        cost = np.concatenate([cost, cost])
+        idx = np.flatnonzero(cost != self._cost).astype(np.int32)
+        if idx.size:
+            self.h.changeColsCost(idx.size, idx, cost[idx])
+            self._cost = cost
+        idx = np.flatnonzero((lo != self._lo) | (hi != self._hi)).astype(np.int32)
+        if idx.size:
+            self.h.changeColsBounds(idx.size, idx, lo[idx], hi[idx])
+            self._lo, self._hi = lo, hi
+        st = _run(self.h, "completion", accept_infeasible=within)
         if st is not None:
             return None
         v = np.asarray(self.h.getSolution().col_value)
-        return p * (v[:n] - v[n:])
+        y = np.zeros(prob.n)
+        y[c] = p * (v[:m] - v[m:])
+        return y
 
 
 def heuristic(prob: Problem, start=None, intruder: Intruder | None = None) -> np.ndarray:
@@ -304,39 +378,51 @@ def heuristic(prob: Problem, start=None, intruder: Intruder | None = None) -> np
 
 
 def cleanup(prob: Problem, supp, intruder: Intruder | None = None) -> np.ndarray:
-    """Unsuppress complementary cells (most expensive first) that no protection needs."""
+    """Unsuppress complementary cells (most expensive first) that no protection needs.
+
+    Every task keeps a certificate: its cheapest deviation within the pattern
+    (:meth:`_Completion.solve` with ``within=True``), which avoids expensive cells, so
+    the most expensive complements are usually used by no certificate and are dropped
+    without a solve; otherwise only the tasks whose certificate uses the cell are
+    re-solved.  The result is checked with the intruder's LP (and repaired by the
+    heuristic in the unexpected case that a task fails there)."""
     intr = intruder or Intruder(prob)
     supp = np.asarray(supp, bool).copy()
+    comp = _Completion(prob, np.flatnonzero(supp))
     tasks = prob.tasks
-    intr.pattern(supp)
-    cert = []
-    for task in tasks:
-        ok, y, _ = intr.protected(task)
-        if not ok:
-            raise RuntimeError(f"cleanup got a pattern that does not protect "
-                               f"{prob.label(task[0])}")
-        cert.append(np.abs(y) > 1e-9 * task[2])
-    uses = np.array(cert) if cert else np.zeros((0, prob.n), bool)
-    comp = np.flatnonzero(supp & ~prob.sens)
-    for j in comp[np.lexsort((comp, -prob.w[comp]))]:
-        users = np.flatnonzero(uses[:, j])
+    # uses[k, j] = |y_j| / p of task k's certificate: a cell's heaviest users (the
+    # tasks most likely to fail without it) are re-solved first
+    uses = np.zeros((len(tasks), prob.n), np.float32)
+    for k, task in enumerate(tasks):
+        y = comp.solve(supp, task, within=True)
+        # None: protected (the pattern passed the intruder) but not with the margin
+        uses[k] = supp if y is None else _share(y, task[2])
+    cands = np.flatnonzero(supp & ~prob.sens)
+    for j in cands[np.lexsort((cands, -prob.w[cands]))]:
         trial = supp.copy()
         trial[j] = False
-        if users.size:
-            intr.pattern(trial)
-            new = {}
-            for k in users:
-                ok, y, _ = intr.protected(tasks[k])
-                if not ok:
-                    break
-                new[k] = np.abs(y) > 1e-9 * tasks[k][2]
-            else:
-                for k, c in new.items():
-                    uses[k] = c
-                supp = trial
-            continue
-        supp = trial
+        users = np.flatnonzero(uses[:, j])
+        new = {}
+        for k in users[np.argsort(-uses[users, j], kind="stable")]:
+            y = comp.solve(trial, tasks[k], within=True)
+            if y is None:
+                break
+            new[k] = _share(y, tasks[k][2])
+        else:
+            for k, c in new.items():
+                uses[k] = c
+            supp = trial
+    intr.pattern(supp)
+    if not all(intr.protected(task)[0] for task in tasks):
+        supp = heuristic(prob, start=supp, intruder=intr)
     return supp
+
+
+def _share(y, p):
+    """``|y| / p`` with the solver's dust zeroed."""
+    r = np.abs(y) / p
+    r[r < 1e-9] = 0.0
+    return r
 
 
 class _Master:

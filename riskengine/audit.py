@@ -171,6 +171,12 @@ def _consistent(sub, b, tol) -> float:
 
 
 def _interior_array(a, name: str, dims: tuple, shape: tuple, dtype) -> np.ndarray:
+    from .contributions import Contributions
+    from .table import Table
+    if isinstance(a, Contributions):
+        a = a.table
+    if isinstance(a, Table):
+        a = a.data if tuple(a.dims) != tuple(dims) else a.values
     if isinstance(a, xr.DataArray):
         missing = [d for d in dims if d not in a.dims]
         if missing or a.ndim != len(dims):
@@ -217,7 +223,7 @@ def audit(release, sensitive=None, protection=None, *, table=None) -> xr.Dataset
     protection : array, scalar or a pair ``(lower, upper)``, optional
         Protection each sensitive cell needs below and above its true value (same forms;
         defaults to the Dataset's ``protection``).
-    table : rk.Table or array, optional
+    table : rk.Table, rk.Contributions or array, optional
         The original table: the auditor's view, needed to check protection (how far
         each interval reaches below and above the true value).
 

@@ -156,7 +156,7 @@ def sensitive_case(rng, shape, n_int, total=True):
 def test_sensitive_totals_are_protected(method, case):
     rng = np.random.default_rng(40 + case)
     shape = (3, 4) if case < 4 else (2, 3, 2)
-    dims, x, system, xv, sens, prot = sensitive_case(rng, shape, 2)
+    dims, x, system, _xv, sens, prot = sensitive_case(rng, shape, 2)
     rel = rk.suppress(rk.Table(x, dims=dims), sens, prot, method=method,
                       suppress_totals=True)
     _, ext = release_ext(rel)
@@ -213,7 +213,7 @@ def test_optimal_with_totals_matches_brute_force(case):
 
 def test_sensitive_total_needs_suppress_totals():
     rng = np.random.default_rng(3)
-    dims, x, system, xv, sens, prot = sensitive_case(rng, (3, 3), 1)
+    dims, x, _system, _xv, sens, prot = sensitive_case(rng, (3, 3), 1)
     with pytest.raises(ValueError, match="suppress_totals=True"):
         rk.suppress(rk.Table(x, dims=dims), sens, prot)
 

@@ -1,6 +1,6 @@
 """Side by side with tau-Argus (pytauargus, its HiGHS build) on the same tables and rules.
 
-Run from the repository root:  python benchmarks/tauargus.py [--quick]
+Run from the repository root:  python benchmarks/tauargus.py [--quick] [--case 30x20x5]
 
 The script installs ``pytauargus`` (and pandas) into its own virtual environment,
 ``benchmarks/.venv-tauargus`` (never a dependency of riskengine), and runs tau-Argus
@@ -184,10 +184,10 @@ def compare(py, rng, shape, dims, tmp, optimal=True, respondents=5, time_limit=1
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="two small tables")
+    ap.add_argument("--case", help="only this table, e.g. 30x20x5")
     args = ap.parse_args(argv)
     py = ensure_venv()
-    rng = np.random.default_rng(5)
     # (shape, dims, riskengine's optimal too?, respondents per cell (mean), time limit):
     # more respondents, fewer sensitive cells (~5 % of the 40x40 cells at 10)
     cases = [((10, 10), ("r", "c"), True, 5, 120.0),
@@ -199,6 +199,9 @@ def main(argv=None):
     header = ("method", "cells supp.", "totals supp.", "value supp.", "seconds",
               "under-prot.", "exact")
     for shape, dims, optimal, respondents, limit in cases:
+        if args.case and "x".join(map(str, shape)) != args.case:
+            continue
+        rng = np.random.default_rng([5, *shape])          # each case on its own
         with tempfile.TemporaryDirectory() as d:
             out = compare(py, rng, shape, dims, Path(d), optimal=optimal,
                           respondents=respondents, time_limit=limit)

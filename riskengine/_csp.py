@@ -215,8 +215,12 @@ class Intruder:
         self.n_solves = 0
 
     def pattern(self, z) -> None:
-        """Pattern ``z`` for the next solves (fractional in the LP relaxation)."""
-        self._z = np.asarray(z, float).copy()
+        """Pattern ``z`` for the next solves (fractional in the LP relaxation, whose
+        values may stray outside [0, 1] by the solver's tolerance: clipped, so that the
+        bounds keep ``y = 0`` feasible)."""
+        z = np.clip(np.asarray(z, float), 0.0, 1.0)
+        z[z < 1e-12] = 0.0
+        self._z = z
 
     def _bounds(self, f: float) -> None:
         p, z = self.prob, self._z

@@ -34,9 +34,6 @@ in :func:`riskengine.suppress` uses no cap at all).
 
 from __future__ import annotations
 
-import ctypes
-import os
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -44,6 +41,9 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, milp
+
+from ._highs import lp_model as _lp
+from ._highs import run as _run
 
 __all__ = ["Problem", "cleanup", "heuristic", "optimal", "optimal_explicit"]
 
@@ -126,72 +126,6 @@ def upper_room(A, x, cand, big: float) -> np.ndarray:
             break
         room = new
     return room
-
-
-_quiet = False
-
-
-def _highs() -> highspy.Highs:
-    """A silent HiGHS model.  The first one in a process prints HiGHS's banner from C++
-    before any option can be set: file descriptor 1 goes to /dev/null meanwhile."""
-    global _quiet
-    if _quiet:
-        h = highspy.Highs()
-    else:
-        sys.stdout.flush()
-        saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(null, 1)
-            h = highspy.Highs()
-            try:
-                ctypes.CDLL(None).fflush(None)
-            except (OSError, AttributeError):     # no C library handle (not POSIX)
-                pass
-        finally:
-            os.dup2(saved, 1)
-            os.close(saved)
-            os.close(null)
-        _quiet = True
-    h.setOptionValue("output_flag", False)
-    return h
-
-
-def _lp(n_col, A, lower, upper, cost) -> highspy.Highs:
-    h = _highs()
-    h.setOptionValue("output_flag", False)
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n_col, A.shape[0]
-    lp.col_cost_ = np.asarray(cost, float)
-    lp.col_lower_ = np.asarray(lower, float)
-    lp.col_upper_ = np.asarray(upper, float)
-    lp.row_lower_ = np.zeros(A.shape[0])
-    lp.row_upper_ = np.zeros(A.shape[0])
-    Ac = sp.csc_matrix(A)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = Ac.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = Ac.indices.astype(np.int32)
-    lp.a_matrix_.value_ = Ac.data.astype(float)
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_col, A.shape[0]
-    h.passModel(lp)
-    return h
-
-
-def _run(h, what: str, accept_infeasible: bool = False):
-    """Solve; on anything but an optimum, once more from scratch (a warm start can
-    leave HiGHS with status "unknown").  None on success, else the model status.
-    ``accept_infeasible``: trust an infeasibility found from a warm start (where a wrong
-    "infeasible" only costs optimality, never protection)."""
-    h.run()
-    st = h.getModelStatus()
-    if accept_infeasible and st == highspy.HighsModelStatus.kInfeasible:
-        return st
-    if st != highspy.HighsModelStatus.kOptimal:
-        h.clearSolver()
-        h.run()
-        st = h.getModelStatus()
-        if st != highspy.HighsModelStatus.kOptimal:
-            return st
-    return None
 
 
 class Intruder:
@@ -299,15 +233,23 @@ class _Completion:
         self._cost = np.zeros(2 * m)
         self._lo = np.zeros(2 * m)
         self._hi = np.zeros(2 * m)
+        # every solve starts from the slack basis or from a basis the caller keeps for
+        # the task, never from the previous task's (a poor start: measured 2-8x slower
+        # on 3-D tables); presolve costs more than it saves on these LPs
+        self.h.setOptionValue("presolve", "off")
 
-    def solve(self, supp, task, within: bool = False):
+    def solve(self, supp, task, within: bool = False, basis=None):
         """The deviation (in the problem's units), or None if no completion exists.
         Solved in units of the protection, costs divided by the largest.
 
         ``within=False`` (the heuristic): any candidate may move, suppressed cells for
         free.  ``within=True`` (the clean-up's certificates): only suppressed cells move,
         each complementary cell at its cost, the target raised by ``MARGIN`` -- the
-        cheapest proof that ``supp`` protects the task, which avoids expensive cells."""
+        cheapest proof that ``supp`` protects the task, which avoids expensive cells.
+
+        ``basis``: where to start (the basis this task ended with last time: after a
+        small change of the pattern the dual simplex needs a few pivots from there);
+        default the slack basis.  :meth:`basis` returns the basis of the last solve."""
         prob, c = self.prob, self.cols
         s, d, p = task
         s = int(np.searchsorted(c, s))          # cols are sorted and hold s
@@ -342,6 +284,10 @@ class _Completion:
         if idx.size:
             self.h.changeColsBounds(idx.size, idx, lo[idx], hi[idx])
             self._lo, self._hi = lo, hi
+        if basis is None:
+            self.h.clearSolver()
+        else:
+            self.h.setBasis(basis)
         st = _run(self.h, "completion", accept_infeasible=within)
         if st is not None:
             return None
@@ -349,6 +295,9 @@ class _Completion:
         y = np.zeros(prob.n)
         y[c] = p * (v[:m] - v[m:])
         return y
+
+    def basis(self):
+        return self.h.getBasis()
 
 
 def heuristic(prob: Problem, start=None, intruder: Intruder | None = None) -> np.ndarray:
@@ -359,10 +308,15 @@ def heuristic(prob: Problem, start=None, intruder: Intruder | None = None) -> np
     intr = intruder or Intruder(prob)
     comp = _Completion(prob)
     supp = prob.sens.copy() if start is None else (np.asarray(start, bool) | prob.sens)
+    pool = _Pool(prob)
     for task in prob.tasks:
+        if pool.proves(task, supp):
+            continue
         for attempt in range(4):
             intr.pattern(supp)
-            if intr.protected(task)[0]:
+            ok, y, _ = intr.protected(task)
+            pool.add(y)
+            if ok:
                 break
             if attempt == 3:
                 raise RuntimeError(f"the completion LPs of {prob.label(task[0])} do not "
@@ -378,55 +332,271 @@ def heuristic(prob: Problem, start=None, intruder: Intruder | None = None) -> np
             # the cells the completion moves (a retry, if the check still fails,
             # moves the suppressed cells for free)
             supp |= (np.abs(y) > 1e-9 * task[2]) & prob.cand
+            pool.add(y)
+            if proves(prob, y, task, supp, 1.0):
+                break           # the completion itself is a deviation within the pattern
     return supp
+
+
+class _Pool:
+    """Deviations met so far (the heuristic's completions and the intruder's solutions).
+    The pattern only grows during the heuristic, so each stays a deviation within it,
+    and one of them, reversed or scaled up where the bounds allow, often proves that a
+    later task is already protected: no LP for that task (the same answer as the
+    intruder's LP, which would find at least as much)."""
+
+    def __init__(self, prob: Problem):
+        self.prob = prob
+        self.Y = np.zeros((16, prob.n))
+        self.k = 0
+
+    def add(self, y) -> None:
+        if self.k == self.Y.shape[0]:
+            self.Y = np.vstack([self.Y, np.zeros_like(self.Y)])
+        self.Y[self.k] = y
+        self.k += 1
+
+    def proves(self, task, supp) -> bool:
+        if self.k == 0:
+            return False
+        prob = self.prob
+        s, d, p = task
+        Y = self.Y[: self.k]
+        t = d * Y[:, s]
+        C = np.vstack([Y[t > 0], -Y[t < 0]])
+        if C.shape[0] == 0:
+            return False
+        C *= np.maximum(1.0, p / np.abs(np.concatenate([t[t > 0], t[t < 0]])))[:, None]
+        tol = 1e-9 * p
+        ok = (np.all(C >= -prob.x - tol, axis=1) & np.all(C <= prob.M + tol, axis=1)
+              & np.all(np.abs(C[:, ~supp]) <= tol, axis=1))
+        C = C[ok]
+        return bool(C.shape[0]) and bool(
+            (np.abs(prob.A @ C.T).max(axis=0, initial=0.0) <= tol).any())
+
+
+def proves(prob: Problem, y, task, supp, reach: float) -> bool:
+    """Whether the deviation ``y`` (problem units) proves that the pattern ``supp``
+    protects ``task``: ``T y = 0``, ``y`` zero off the pattern and within the bounds
+    ``-x <= y <= M``, and the cell moved by ``reach * p`` or more -- each to ``1e-9 p``
+    (the LP solutions behind ``y`` meet their equations to about 1e-11 of ``p``)."""
+    s, d, p = task
+    tol = 1e-9 * p
+    return bool(d * y[s] >= reach * p - tol
+                and np.all(np.abs(y[~supp]) <= tol)
+                and np.all(y >= -prob.x - tol) and np.all(y <= prob.M + tol)
+                and np.abs(prob.A @ y).max(initial=0.0) <= tol)
 
 
 def cleanup(prob: Problem, supp, intruder: Intruder | None = None) -> np.ndarray:
     """Unsuppress complementary cells (most expensive first) that no protection needs.
 
-    Every task keeps a certificate: its cheapest deviation within the pattern
-    (:meth:`_Completion.solve` with ``within=True``), which avoids expensive cells, so
-    the most expensive complements are usually used by no certificate and are dropped
-    without a solve; otherwise only the tasks whose certificate uses the cell are
-    re-solved.  The result is checked with the intruder's LP (and repaired by the
-    heuristic in the unexpected case that a task fails there)."""
+    First every suppressed cell that cannot move at all is published again: a cell
+    alone (among suppressed cells) in some equation is fixed by it, and so on
+    (:class:`_Incidence`); such a cell protects nothing and is exactly disclosed.  Then
+    every task keeps a certificate (:class:`_Certificates`): a deviation within the
+    pattern that proves its protection, first the cheapest (:meth:`_Completion.solve`
+    with ``within=True``), which avoids expensive cells, so the most expensive
+    complements are usually used by no certificate and are dropped at no cost.
+    Dropping another cell ``j`` first fixes the cells it leaves alone in an equation
+    (dropped with it; when that fixes a sensitive cell, ``j`` stays, with no LP); the
+    certificates that use a dropped cell are then repaired by combining them with
+    each other (no LP), and only those that cannot be repaired are re-solved, each
+    from the basis it ended with last time.  The certificates are verified at the end
+    (:func:`proves`); a task that fails there (never seen) is protected again by the
+    heuristic."""
     intr = intruder or Intruder(prob)
-    supp = np.asarray(supp, bool).copy()
-    comp = _Completion(prob, np.flatnonzero(supp))
+    need = prob.sens & (np.maximum(prob.plo, prob.phi) > 0)
+    inc = _Incidence(prob.A, supp, need)
+    if inc.drop(np.flatnonzero(supp & ~prob.sens)) is None:
+        # the pattern fixes a sensitive cell: it does not protect it
+        supp = heuristic(prob, start=supp, intruder=intr)
+        inc = _Incidence(prob.A, supp, need)
+        if inc.drop(np.flatnonzero(supp & ~prob.sens)) is None:
+            raise RuntimeError("the heuristic's pattern fixes a sensitive cell (numerics)")
+    supp = inc.supp.copy()
     tasks = prob.tasks
-    # uses[k, j] = |y_j| / p of task k's certificate: a cell's heaviest users (the
-    # tasks most likely to fail without it) are re-solved first
-    uses = np.zeros((len(tasks), prob.n), np.float32)
-    for k, task in enumerate(tasks):
-        y = comp.solve(supp, task, within=True)
-        # None: protected (the pattern passed the intruder) but not with the margin
-        uses[k] = supp if y is None else _share(y, task[2])
+    cert = _Certificates(prob, supp, tasks)
     cands = np.flatnonzero(supp & ~prob.sens)
     for j in cands[np.lexsort((cands, -prob.w[cands]))]:
+        if not supp[j] or cert.unproven:    # fixed by an earlier drop / nothing can go
+            continue
+        gone = inc.trial(j)
+        if gone is None:                    # dropping j would fix a sensitive cell
+            continue
         trial = supp.copy()
-        trial[j] = False
-        users = np.flatnonzero(uses[:, j])
-        new = {}
-        for k in users[np.argsort(-uses[users, j], kind="stable")]:
-            y = comp.solve(trial, tasks[k], within=True)
-            if y is None:
-                break
-            new[k] = _share(y, tasks[k][2])
-        else:
-            for k, c in new.items():
-                uses[k] = c
+        trial[gone] = False
+        if cert.drop(j, gone, trial):
+            inc.commit(gone)
             supp = trial
-    intr.pattern(supp)
-    if not all(intr.protected(task)[0] for task in tasks):
-        supp = heuristic(prob, start=supp, intruder=intr)
+    bad = [t for k, t in enumerate(tasks) if not cert.valid(k, supp)]
+    if bad:
+        intr.pattern(supp)
+        if not all(intr.protected(task)[0] for task in bad):
+            supp = heuristic(prob, start=supp, intruder=intr)
     return supp
 
 
-def _share(y, p):
-    """``|y| / p`` with the solver's dust zeroed."""
-    r = np.abs(y) / p
-    r[r < 1e-9] = 0.0
-    return r
+class _Certificates:
+    """One deviation per task proving that the pattern protects it (the clean-up's
+    bookkeeping), stored over the columns of the clean-up's starting pattern."""
+
+    def __init__(self, prob: Problem, supp, tasks):
+        self.prob, self.tasks = prob, tasks
+        self.cols = np.flatnonzero(supp)
+        self.pos = np.full(prob.n, -1)
+        self.pos[self.cols] = np.arange(self.cols.size)
+        A = prob.A[:, self.cols].tocsr()
+        self.A = A[np.flatnonzero(A.getnnz(axis=1))]
+        c = self.cols
+        self.lo, self.hi = -prob.x[c], prob.M[c]
+        self.wc = np.where(prob.sens[c], 0.0, prob.w[c])     # complementary cells' cost
+        self.p = np.array([t[2] for t in tasks])
+        self.comp = _Completion(prob, c)
+        self.Y = np.zeros((len(tasks), c.size))
+        self.bases = [None] * len(tasks)
+        # tasks the pattern protects (the intruder's LP said so) but not with the
+        # clean-up's margin: no cell can be dropped
+        self.unproven = []
+        for k, task in enumerate(tasks):
+            y = self.comp.solve(supp, task, within=True)
+            if y is None:
+                self.unproven.append(k)
+            else:
+                self.Y[k] = y[c]
+                self.bases[k] = self.comp.basis()
+
+    def users(self, g):
+        """Tasks whose certificate moves a cell of ``g`` (positions), heaviest first."""
+        share = np.abs(self.Y[:, g]).max(axis=1) / self.p
+        users = np.flatnonzero(share > 1e-9)
+        return users[np.argsort(-share[users], kind="stable")]
+
+    def drop(self, j, gone, trial) -> bool:
+        """Whether ``trial`` (the pattern without ``gone``, ``j`` first) still protects
+        every task: repair or re-solve the certificates that use a dropped cell; on
+        success they are replaced, else nothing changes."""
+        g = self.pos[gone]
+        jj = g[0]
+        users = self.users(g)
+        # repair vectors: the users' certificates that move j (differences of two of
+        # them zero j); a combination that zeroes j zeroes every cell fixed with it
+        vs = users[np.abs(self.Y[users, jj]) > 1e-6 * self.p[users]]
+        V = self.Y[vs]
+        keep = np.ones(self.cols.size, bool)
+        keep[g] = False
+        keep &= trial[self.cols]
+        wc = self.wc * keep
+        new = {}
+        for k in users:
+            y = self._repair(k, jj, g, V, wc)
+            if y is not None:
+                new[k] = (y, self.bases[k])
+                continue
+            y = self.comp.solve(trial, self.tasks[k], within=True, basis=self.bases[k])
+            if y is None:
+                return False
+            new[k] = (y[self.cols], self.comp.basis())
+        for k, (y, b) in new.items():
+            self.Y[k], self.bases[k] = y, b
+        return True
+
+    def _repair(self, k, jj, g, V, wc):
+        """The cheapest valid ``Y[k] - (Y[k, j] / v_j) v`` over the rows ``v`` of ``V``,
+        scaled up (if needed and the bounds allow) to reach the protection; None if no
+        combination is valid.  Vectorised over ``V``."""
+        if V.shape[0] == 0:
+            return None
+        s, d, p = self.tasks[k]
+        ss = self.pos[s]
+        yk = self.Y[k]
+        C = yk[None, :] - (yk[jj] / V[:, jj])[:, None] * V
+        C[:, g] = 0.0
+        t = d * C[:, ss]
+        ok = t > 0
+        if not ok.any():
+            return None
+        C, t = C[ok], t[ok]
+        C *= np.maximum(1.0, p * (1 + MARGIN) / t)[:, None]
+        tol = 1e-9 * p
+        ok = np.all(C >= self.lo - tol, axis=1) & np.all(C <= self.hi + tol, axis=1)
+        if not ok.any():
+            return None
+        C = C[ok]
+        # a large multiplier can magnify rounding: keep combinations that still add up
+        C = C[np.abs(self.A @ C.T).max(axis=0) <= tol]
+        if C.shape[0] == 0:
+            return None
+        return C[np.argmin(np.abs(C) @ wc)]
+
+    def valid(self, k, supp) -> bool:
+        if k in self.unproven:
+            return False
+        y = np.zeros(self.prob.n)
+        y[self.cols] = self.Y[k]
+        return proves(self.prob, y, self.tasks[k], supp, 1.0)
+
+
+class _Incidence:
+    """Which equations hold which suppressed cells, to find the cells a pattern fixes:
+    a suppressed cell that is the only suppressed cell of some equation equals the
+    published rest of it, whatever the other suppressions; dropping it from the pattern
+    changes no deviation, so it can be dropped too (repeatedly)."""
+
+    def __init__(self, A, supp, sens):
+        A = sp.csr_matrix(A)
+        self.row_ptr, self.row_cols = A.indptr, A.indices
+        Ac = A.tocsc()
+        self.col_ptr, self.col_rows = Ac.indptr, Ac.indices
+        self.supp = np.asarray(supp, bool).copy()
+        self.count = np.asarray(
+            sp.csr_matrix((np.ones(A.nnz), A.indices, A.indptr), A.shape)
+            @ self.supp.astype(float)).round().astype(np.int64)
+        self.sens = np.asarray(sens, bool)
+
+    def _propagate(self, start, supp, count, sens):
+        """Drop ``start`` from ``supp`` (updating ``count`` in place) and every cell that
+        becomes alone in an equation; None as soon as a cell of ``sens`` would go."""
+        gone = []
+        stack = [int(j) for j in start if supp[j]]
+        for j in stack:
+            supp[j] = False
+        while stack:
+            j = stack.pop()
+            if sens is not None and sens[j]:
+                return None
+            gone.append(j)
+            for r in self.col_rows[self.col_ptr[j]:self.col_ptr[j + 1]]:
+                count[r] -= 1
+                if count[r] == 1:
+                    for c in self.row_cols[self.row_ptr[r]:self.row_ptr[r + 1]]:
+                        if supp[c]:
+                            supp[c] = False
+                            stack.append(int(c))
+                            break
+        return np.array(gone, dtype=np.int64)
+
+    def drop(self, cells):
+        """Drop every cell of ``cells`` that is fixed by the pattern (committed); None
+        if the pattern fixes a sensitive cell (nothing changed)."""
+        alone = [int(j) for j in cells if self._alone(j)]
+        supp, count = self.supp.copy(), self.count.copy()
+        gone = self._propagate(alone, supp, count, self.sens)
+        if gone is not None:
+            self.supp, self.count = supp, count
+        return gone
+
+    def _alone(self, j) -> bool:
+        rows = self.col_rows[self.col_ptr[j]:self.col_ptr[j + 1]]
+        return bool(self.supp[j] and (self.count[rows] == 1).any())
+
+    def trial(self, j):
+        """The cells that leave the pattern with ``j`` (``j`` first); None if a
+        sensitive cell would be fixed.  Nothing is changed until :meth:`commit`."""
+        return self._propagate([j], self.supp.copy(), self.count.copy(), self.sens)
+
+    def commit(self, gone) -> None:
+        self._propagate(list(gone), self.supp, self.count, None)
 
 
 class _Master:

@@ -4,7 +4,8 @@ The intruder knows every published cell, every published total and subtotal, and
 that cells are nonnegative.  The suppressed cells are then the unknowns of the
 tabular system ``T x = 0`` (:mod:`riskengine.linear`); the feasible interval of
 each is ``[min x_j, max x_j]`` over ``{x >= 0 : T x = 0, published cells fixed}``:
-two linear programs per suppressed cell (HiGHS through ``scipy.optimize.linprog``).
+two linear programs per suppressed cell (HiGHS, one persistent model per component
+re-solved from its last basis for each objective).
 
 The LPs are batched: the equations are restricted once to the unknown cells,
 equations with no unknown cell are dropped, and the unknowns are split into the
@@ -22,6 +23,7 @@ import xarray as xr
 from scipy.optimize import linprog
 from scipy.sparse.csgraph import connected_components
 
+from . import _highs
 from .linear import TabularSystem
 
 __all__ = ["audit", "intervals", "protection_tol"]
@@ -85,17 +87,21 @@ def intervals(system: TabularSystem, x, only=None) -> tuple:
             lower[unk[cols]] = 0.0
             upper[unk[cols]] = np.inf
             continue
-        sub = Au[rr][:, cols].toarray()
+        sub = Au[rr][:, cols]
         scale = float(np.abs(rhs[rr]).max())
         scale = scale if scale > 0 else 1.0
         b = rhs[rr] / scale
-        slack = _consistent(sub, b, eq_tol / scale)
         nc = len(cols)
-        if slack:
-            bounds = [(0, None)] * nc + [(-slack, slack)] * sub.shape[0]
-            A_eq = np.hstack([sub, np.eye(sub.shape[0])])
-        else:
-            bounds, A_eq = (0, None), sub
+        # one model per component, re-solved for each objective from the last basis by
+        # the primal simplex (a new objective keeps the basis feasible)
+        h = _highs.lp_model(nc, sub, np.zeros(nc), np.full(nc, _highs.INF), np.zeros(nc),
+                            b, b)
+        h.setOptionValue("simplex_strategy", 4)
+        if _highs.run(h) is not None:
+            slack = _consistent(sub.toarray(), b, eq_tol / scale)
+            h.changeRowsBounds(len(b), np.arange(len(b), dtype=np.int32), b - slack,
+                               b + slack)
+        last = None
         zero_seen = np.zeros(nc, bool)
         for sign, out in ((-1.0, upper), (1.0, lower)):
             for k, j in enumerate(cols):
@@ -104,17 +110,20 @@ def intervals(system: TabularSystem, x, only=None) -> tuple:
                 if sign > 0 and zero_seen[k]:
                     out[unk[j]] = 0.0
                     continue
-                cvec = np.zeros(A_eq.shape[1])
-                cvec[k] = sign
-                res = linprog(cvec, A_eq=A_eq, b_eq=b, bounds=bounds, method="highs")
-                if res.status == 3:
+                if last is not None:
+                    h.changeColCost(last, 0.0)
+                h.changeColCost(k, sign)
+                last = k
+                st = _highs.run(h)
+                if st in (_highs.Status.kUnbounded, _highs.Status.kUnboundedOrInfeasible):
                     out[unk[j]] = np.inf
+                    h.clearSolver()
                     continue
-                if res.status != 0:
+                if st is not None:
                     raise RuntimeError(f"HiGHS failed on the audit LP of cell {unk[j]}: "
-                                       f"{res.message}")
-                out[unk[j]] = max(sign * res.fun * scale, 0.0)
-                zero_seen |= res.x[:nc] <= 0.0
+                                       f"{h.modelStatusToString(st)}")
+                out[unk[j]] = max(sign * h.getInfo().objective_function_value * scale, 0.0)
+                zero_seen |= np.asarray(h.getSolution().col_value) <= 0.0
     return lower, upper
 
 

@@ -1,0 +1,87 @@
+"""Persistent HiGHS models (highspy) for the LPs that are solved many times over.
+
+Suppression, its clean-up and the audit solve the same LP again and again with a new
+objective or a few new bounds.  ``scipy.optimize.linprog`` rebuilds and presolves the
+model on every call; a highspy model is kept alive and re-solved from its last basis.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+
+import highspy
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["INF", "Status", "lp_model", "new", "run"]
+
+INF = highspy.kHighsInf
+Status = highspy.HighsModelStatus
+_quiet = False
+
+
+def new() -> highspy.Highs:
+    """A silent HiGHS model.  The first one in a process prints HiGHS's banner from C++
+    before any option can be set: file descriptor 1 goes to /dev/null meanwhile."""
+    global _quiet
+    if _quiet:
+        h = highspy.Highs()
+    else:
+        sys.stdout.flush()
+        saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, 1)
+            h = highspy.Highs()
+            try:
+                ctypes.CDLL(None).fflush(None)
+            except (OSError, AttributeError):     # no C library handle (not POSIX)
+                pass
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(null)
+        _quiet = True
+    h.setOptionValue("output_flag", False)
+    return h
+
+
+def lp_model(n_col, A, lower, upper, cost, row_lower=None, row_upper=None) -> highspy.Highs:
+    """``min cost x`` over ``row_lower <= A x <= row_upper`` (default ``A x = 0``),
+    ``lower <= x <= upper``, as a loaded model."""
+    h = new()
+    m = A.shape[0]
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n_col, m
+    lp.col_cost_ = np.asarray(cost, float)
+    lp.col_lower_ = np.asarray(lower, float)
+    lp.col_upper_ = np.asarray(upper, float)
+    lp.row_lower_ = np.zeros(m) if row_lower is None else np.asarray(row_lower, float)
+    lp.row_upper_ = np.zeros(m) if row_upper is None else np.asarray(row_upper, float)
+    Ac = sp.csc_matrix(A)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = Ac.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = Ac.indices.astype(np.int32)
+    lp.a_matrix_.value_ = Ac.data.astype(float)
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_col, m
+    h.passModel(lp)
+    return h
+
+
+def run(h, what: str = "", accept_infeasible: bool = False):
+    """Solve; on anything but an optimum, once more from scratch (a warm start can
+    leave HiGHS with status "unknown").  None on success, else the model status.
+    ``accept_infeasible``: trust an infeasibility found from a warm start (where a wrong
+    "infeasible" only costs optimality, never protection)."""
+    h.run()
+    st = h.getModelStatus()
+    if accept_infeasible and st == Status.kInfeasible:
+        return st
+    if st != Status.kOptimal:
+        h.clearSolver()
+        h.run()
+        st = h.getModelStatus()
+        if st != Status.kOptimal:
+            return st
+    return None

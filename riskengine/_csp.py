@@ -349,30 +349,38 @@ class _Pool:
         self.prob = prob
         self.Y = np.zeros((16, prob.n))
         self.k = 0
+        self.used = np.zeros(prob.n, bool)     # cells some deviation moves (the rest: 0)
+        self.res = np.zeros(16)                # max |T y| of each (scaling scales it)
 
     def add(self, y) -> None:
         if self.k == self.Y.shape[0]:
             self.Y = np.vstack([self.Y, np.zeros_like(self.Y)])
+            self.res = np.concatenate([self.res, np.zeros_like(self.res)])
         self.Y[self.k] = y
+        self.res[self.k] = np.abs(self.prob.A @ y).max(initial=0.0)
+        self.used |= y != 0
         self.k += 1
 
     def proves(self, task, supp) -> bool:
-        if self.k == 0:
+        """Whether some deviation so far, reversed or scaled up, proves ``task`` within
+        ``supp`` (the tests of :func:`proves`, over the cells some deviation moves)."""
+        s, d, p = task
+        if self.k == 0 or not self.used[s]:
             return False
         prob = self.prob
-        s, d, p = task
-        Y = self.Y[: self.k]
-        t = d * Y[:, s]
+        idx = np.flatnonzero(self.used)
+        Y = self.Y[: self.k, idx]
+        t = d * self.Y[: self.k, s]
         C = np.vstack([Y[t > 0], -Y[t < 0]])
         if C.shape[0] == 0:
             return False
-        C *= np.maximum(1.0, p / np.abs(np.concatenate([t[t > 0], t[t < 0]])))[:, None]
+        res = np.concatenate([self.res[: self.k][t > 0], self.res[: self.k][t < 0]])
+        a = np.maximum(1.0, p / np.abs(np.concatenate([t[t > 0], t[t < 0]])))
+        C *= a[:, None]
         tol = 1e-9 * p
-        ok = (np.all(C >= -prob.x - tol, axis=1) & np.all(C <= prob.M + tol, axis=1)
-              & np.all(np.abs(C[:, ~supp]) <= tol, axis=1))
-        C = C[ok]
-        return bool(C.shape[0]) and bool(
-            (np.abs(prob.A @ C.T).max(axis=0, initial=0.0) <= tol).any())
+        ok = (np.all(C >= -prob.x[idx] - tol, axis=1) & np.all(C <= prob.M[idx] + tol, axis=1)
+              & np.all(np.abs(C[:, ~supp[idx]]) <= tol, axis=1) & (a * res <= tol))
+        return bool(ok.any())
 
 
 def proves(prob: Problem, y, task, supp, reach: float) -> bool:
@@ -429,7 +437,7 @@ def cleanup(prob: Problem, supp, intruder: Intruder | None = None) -> np.ndarray
         if cert.drop(j, gone, trial):
             inc.commit(gone)
             supp = trial
-    bad = [t for k, t in enumerate(tasks) if not cert.valid(k, supp)]
+    bad = [tasks[k] for k in np.flatnonzero(~cert.valid_all(supp))]
     if bad:
         intr.pattern(supp)
         if not all(intr.protected(task)[0] for task in bad):
@@ -454,6 +462,7 @@ class _Certificates:
         self.p = np.array([t[2] for t in tasks])
         self.comp = _Completion(prob, c)
         self.Y = np.zeros((len(tasks), c.size))
+        self.res = np.zeros(len(tasks))         # max |T y| of each certificate
         self.bases = [None] * len(tasks)
         # tasks the pattern protects (the intruder's LP said so) but not with the
         # clean-up's margin: no cell can be dropped
@@ -463,8 +472,11 @@ class _Certificates:
             if y is None:
                 self.unproven.append(k)
             else:
-                self.Y[k] = y[c]
-                self.bases[k] = self.comp.basis()
+                self._set(k, y[c], self.comp.basis())
+
+    def _set(self, k, y, basis, res=None) -> None:
+        self.Y[k], self.bases[k] = y, basis
+        self.res[k] = np.abs(self.A @ y).max(initial=0.0) if res is None else res
 
     def users(self, g):
         """Tasks whose certificate moves a cell of ``g`` (positions), heaviest first."""
@@ -482,59 +494,85 @@ class _Certificates:
         # repair vectors: the users' certificates that move j (differences of two of
         # them zero j); a combination that zeroes j zeroes every cell fixed with it
         vs = users[np.abs(self.Y[users, jj]) > 1e-6 * self.p[users]]
-        V = self.Y[vs]
+        V, resV = self.Y[vs], self.res[vs]
         keep = np.ones(self.cols.size, bool)
         keep[g] = False
         keep &= trial[self.cols]
         wc = self.wc * keep
         new = {}
         for k in users:
-            y = self._repair(k, jj, g, V, wc)
-            if y is not None:
-                new[k] = (y, self.bases[k])
+            rep = self._repair(k, jj, g, V, resV, wc)
+            if rep is not None:
+                new[k] = (rep[0], self.bases[k], rep[1])
                 continue
             y = self.comp.solve(trial, self.tasks[k], within=True, basis=self.bases[k])
             if y is None:
                 return False
-            new[k] = (y[self.cols], self.comp.basis())
-        for k, (y, b) in new.items():
-            self.Y[k], self.bases[k] = y, b
+            new[k] = (y[self.cols], self.comp.basis(), None)
+        for k, (y, b, res) in new.items():
+            self._set(k, y, b, res)
         return True
 
-    def _repair(self, k, jj, g, V, wc):
+    def _repair(self, k, jj, g, V, resV, wc):
         """The cheapest valid ``Y[k] - (Y[k, j] / v_j) v`` over the rows ``v`` of ``V``,
-        scaled up (if needed and the bounds allow) to reach the protection; None if no
-        combination is valid.  Vectorised over ``V``."""
+        scaled up (if needed and the bounds allow) to reach the protection, with a bound
+        of its ``max |T y|``; None if no combination is valid.  Vectorised over ``V``."""
         if V.shape[0] == 0:
             return None
         s, d, p = self.tasks[k]
         ss = self.pos[s]
         yk = self.Y[k]
-        C = yk[None, :] - (yk[jj] / V[:, jj])[:, None] * V
+        mult = yk[jj] / V[:, jj]
+        C = yk[None, :] - mult[:, None] * V
+        # what zeroing the dropped cells (0 up to rounding) can change in any equation
+        # (each cell enters an equation with coefficient +-1)
+        res = self.res[k] + np.abs(mult) * resV + np.abs(C[:, g]).sum(axis=1)
         C[:, g] = 0.0
         t = d * C[:, ss]
         ok = t > 0
         if not ok.any():
             return None
-        C, t = C[ok], t[ok]
-        C *= np.maximum(1.0, p * (1 + MARGIN) / t)[:, None]
+        C, t, res = C[ok], t[ok], res[ok]
+        a = np.maximum(1.0, p * (1 + MARGIN) / t)
+        C *= a[:, None]
+        res *= a
         tol = 1e-9 * p
         ok = np.all(C >= self.lo - tol, axis=1) & np.all(C <= self.hi + tol, axis=1)
         if not ok.any():
             return None
-        C = C[ok]
-        # a large multiplier can magnify rounding: keep combinations that still add up
-        C = C[np.abs(self.A @ C.T).max(axis=0) <= tol]
-        if C.shape[0] == 0:
-            return None
-        return C[np.argmin(np.abs(C) @ wc)]
+        C, res = C[ok], res[ok]
+        # a large multiplier can magnify rounding: where the bound does not settle it,
+        # keep the combinations that still add up
+        loose = res > tol
+        if loose.any():
+            res[loose] = np.abs(self.A @ C[loose].T).max(axis=0, initial=0.0)
+            C, res = C[res <= tol], res[res <= tol]
+            if C.shape[0] == 0:
+                return None
+        best = int(np.argmin(np.abs(C) @ wc))
+        return C[best], float(res[best])
 
     def valid(self, k, supp) -> bool:
+        """Whether task ``k``'s certificate proves it within ``supp`` (:func:`proves`)."""
         if k in self.unproven:
             return False
         y = np.zeros(self.prob.n)
         y[self.cols] = self.Y[k]
         return proves(self.prob, y, self.tasks[k], supp, 1.0)
+
+    def valid_all(self, supp) -> np.ndarray:
+        """:meth:`valid` of every task at once (the same tests, vectorised)."""
+        Y, p = self.Y, self.p
+        tol = (1e-9 * p)[:, None]
+        s = self.pos[[t[0] for t in self.tasks]]
+        d = np.array([t[1] for t in self.tasks], float)
+        off = ~np.asarray(supp, bool)[self.cols]
+        ok = (d * Y[np.arange(len(p)), s] >= p - tol[:, 0])
+        ok &= np.all(np.abs(Y[:, off]) <= tol, axis=1)
+        ok &= np.all(Y >= self.lo - tol, axis=1) & np.all(Y <= self.hi + tol, axis=1)
+        ok &= np.abs(self.A @ Y.T).max(axis=0, initial=0.0) <= tol[:, 0]
+        ok[self.unproven] = False
+        return ok
 
 
 class _Incidence:
@@ -697,7 +735,7 @@ def optimal(prob: Problem, incumbent, time_limit: float | None = None):
     Returns ``(mask, info)``, ``info`` with ``status`` ("optimal", "time_limit", or
     "stalled" if HiGHS returned a pattern twice -- a numerical safeguard, never seen),
     ``lower_bound``, ``upper_bound`` (costs), ``gap`` (relative), ``rounds``, ``cuts``."""
-    t_end = None if time_limit is None else time.perf_counter() + float(time_limit)
+    t_end = None if time_limit is None else time.perf_counter() + max(float(time_limit), 0.0)
 
     def left():
         return None if t_end is None else t_end - time.perf_counter()
@@ -709,12 +747,26 @@ def optimal(prob: Problem, incumbent, time_limit: float | None = None):
     ub = float(prob.w @ best)
     lb = float(prob.w @ prob.sens)
 
+    # the last deviation that proved each task: while the pattern's bounds still hold
+    # it, the task needs no LP (z changes little from round to round)
+    witness = np.zeros((len(tasks), prob.n))
+    proven = np.zeros(len(tasks), bool)
+
     def separate(z):
         intr.pattern(z)
+        z = intr._z
+        lo, hi = -prob.x * z, prob.M * z
         cuts = []
-        for task in tasks:
-            ok, _, u = intr.protected(task)
+        for k, task in enumerate(tasks):
+            s, d, p = task
+            y = witness[k]
+            tol = 1e-9 * p
+            if (proven[k] and d * y[s] >= p * (1 - REACH) and np.all(y >= lo - tol)
+                    and np.all(y <= hi + tol)):
+                continue
+            ok, y, u = intr.protected(task)
             if ok:
+                witness[k], proven[k] = y, True
                 continue
             cut = capacity_cut(prob, task, u, z)
             if cut is None:
@@ -762,6 +814,10 @@ def optimal(prob: Problem, incumbent, time_limit: float | None = None):
             best, ub = z, float(prob.w @ z)
             continue
         master.add(cuts)
+        rem = left()
+        if rem is not None and rem <= 0:
+            status = "time_limit"
+            break
         rep = cleanup(prob, heuristic(prob, start=z, intruder=intr), intruder=intr)
         c = float(prob.w @ rep)
         if c < ub - 1e-12 * abs(ub):

@@ -91,7 +91,7 @@ class CTAResult:
 def cta(table, sensitive, protection=None, capacity=None, objective: str = "abs",
         preserve=(), directions: str = "milp", *, over="interior", epsilon: float = 0.0,
         upper=None, rule: str | None = None, time_limit: float | None = None,
-        mip_rel_gap: float = 0.0) -> CTAResult:
+        mip_rel_gap: float = 0.0, groups=None) -> CTAResult:
     """Controlled tabular adjustment of a magnitude table.
 
     Parameters
@@ -127,6 +127,11 @@ def cta(table, sensitive, protection=None, capacity=None, objective: str = "abs"
         Seconds for HiGHS; on the limit the best solution is returned with its gap.
     mip_rel_gap : float
         Relative gap at which HiGHS stops (default 0: prove optimality).
+    groups : dict, optional
+        One level of subtotals, ``{dim: [[category indices], ...]}`` (as in
+        :func:`riskengine.suppress`): the subtotals are cells of the system too (adjusted,
+        additive; interior-shaped ``capacity`` gives each the sum of its cells') and the
+        release carries them.
 
     Returns
     -------
@@ -145,7 +150,7 @@ def cta(table, sensitive, protection=None, capacity=None, objective: str = "abs"
     """
     preserve = _preserve(preserve)
     prep = _prepare(table, sensitive, protection, capacity, objective, preserve, directions,
-                    over, epsilon, upper)
+                    over, epsilon, upper, groups)
     extra = _quality_rows(prep, preserve, epsilon)
     if isinstance(directions, str):
         fixed = (_ordering(prep.a, prep.p, prep.u, prep.sens) if directions == "ordering"
@@ -181,7 +186,7 @@ class _Problem:
 
 
 def _prepare(table, sensitive, protection, capacity, objective, preserve, directions, over,
-             epsilon, upper) -> _Problem:
+             epsilon, upper, groups=None) -> _Problem:
     from .contributions import Contributions
     from .sensitivity import cell_vector
     if isinstance(table, Contributions):
@@ -196,7 +201,7 @@ def _prepare(table, sensitive, protection, capacity, objective, preserve, direct
     eps = float(epsilon)
     if not (np.isfinite(eps) and eps >= 0):
         raise ValueError(f"epsilon must be a finite number >= 0, got epsilon={epsilon!r}")
-    system = tabular_system(table.dims, table.shape, table.margins)
+    system = tabular_system(table.dims, table.shape, table.margins, groups)
     a = system.vector(table.values).astype(float)
     if isinstance(sensitive, xr.Dataset):
         ds = sensitive
@@ -263,9 +268,12 @@ def _finish(prep: _Problem, y, dirs, status, gap, mech) -> CTAResult:
     adj = system.vector(adj_int.reshape(system.shape)).astype(float)
     y = adj - a
     parts = system.split(adj)
-    margins = {b.keep: parts[(b.keep, None)] for b in system.blocks[1:]}
+    margins = {b.keep: parts[(b.keep, None)] for b in system.blocks[1:] if b.grouped is None}
+    subtotals = {b.keep: parts[(b.keep, b.grouped)] for b in system.blocks
+                 if b.grouped is not None}
     release = Release(published=parts[(system.dims, None)], margins=margins, mechanism=mech,
-                      dims=table.dims, coords=table.coords, kind="magnitude")
+                      dims=table.dims, coords=table.coords, kind="magnitude",
+                      groups=system.groups or None, subtotals=subtotals or None)
     adjustment = xr.DataArray(y[: system.n_interior].reshape(system.shape), dims=table.dims,
                               coords=table.coords, name="adjustment",
                               attrs={"method": "cta", "objective": prep.objective})

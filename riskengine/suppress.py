@@ -40,6 +40,8 @@ suppressed.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import xarray as xr
 
@@ -84,8 +86,10 @@ def suppress(table, sensitive, protection=None, method: str = "heuristic",
         Allow totals and subtotals to be suppressed (needed when one is sensitive; they
         then also serve as complementary suppressions).  Default: every total published.
     time_limit : float, optional
-        Seconds for ``method="optimal"``; at the limit the best protecting pattern found
-        is returned with ``info["status"] == "time_limit"`` and its proven ``gap``.
+        Seconds for ``method="optimal"`` (the whole call: the heuristic's starting pattern
+        included; the final audit and the round in progress may add a little); at the
+        limit the best protecting pattern found is returned with
+        ``info["status"] == "time_limit"`` and its proven ``gap``.
 
     Returns
     -------
@@ -118,7 +122,10 @@ def _pattern(table, sensitive, protection, method, cost, groups, suppress_zeros,
     the system (interior, totals, subtotals), validated and audited."""
     from .contributions import Contributions
     from .table import Table
+    t_start = time.perf_counter()
     V.choice(method, "method", METHODS)
+    if time_limit is not None and not (np.isfinite(time_limit) and time_limit > 0):
+        raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
     V.choice(cost, "cost", COSTS)
     if isinstance(table, Contributions):
         table = table.table
@@ -153,7 +160,9 @@ def _pattern(table, sensitive, protection, method, cost, groups, suppress_zeros,
     mask = _csp.cleanup(prob, _csp.heuristic(prob, intruder=intr), intruder=intr)
     info = {}
     if method == "optimal":
-        mask, res = _csp.optimal(prob, mask, time_limit)
+        # the limit covers the whole call: the heuristic's pattern came first
+        left = None if time_limit is None else time_limit - (time.perf_counter() - t_start)
+        mask, res = _csp.optimal(prob, mask, left)
         info = {"status": res["status"], "gap": res["gap"],
                 "lower_bound": res["lower_bound"],
                 "rounds": res["rounds"], "cuts": res["cuts"]}

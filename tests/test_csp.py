@@ -160,6 +160,7 @@ def test_pool_and_certificates_are_sound(case):
         if ok:
             assert (ratio >= 1 + _csp.MARGIN - 1e-7).all()
             assert all(cert.valid(k, trial) for k in range(len(prob.tasks)))
+            assert cert.valid_all(trial).all() and not cert.valid_all(trial & ~supp).any()
             inc.commit(gone)
             supp = trial
         else:

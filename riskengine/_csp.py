@@ -42,6 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, milp
 
+from ._csp_network import NetCompletion, NetIntruder, Network, network_form
 from ._highs import lp_model as _lp
 from ._highs import run as _run
 
@@ -73,6 +74,8 @@ class Problem:
     cand: np.ndarray      #: cells that may be suppressed (sensitive cells included)
     M: np.ndarray         #: a-priori room above each cell / scale
     labels: list = field(repr=False, default=None)
+    #: ``T`` as a network (2-D tables): the flow route (:mod:`riskengine._csp_network`)
+    net: Network | None = field(repr=False, default=None)
 
     @property
     def n(self) -> int:
@@ -94,14 +97,37 @@ class Problem:
         return self.labels[j] if self.labels is not None else f"cell {j}"
 
 
-def make_problem(A, x, sens, plo, phi, w, cand, labels=None) -> Problem:
-    """Scale the values and compute the a-priori room ``M``."""
+ROUTES = ("auto", "network", "lp")
+
+
+def make_problem(A, x, sens, plo, phi, w, cand, labels=None, route: str = "auto") -> Problem:
+    """Scale the values and compute the a-priori room ``M``.  ``route``: ``"auto"`` solves
+    by flows when ``T`` is a network (2-D tables), else by LPs; ``"network"`` insists
+    on flows (a ``ValueError`` when ``T`` is not a network), ``"lp"`` on LPs."""
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
     x = np.asarray(x, dtype=float)
     scale = max(float(np.abs(x).max(initial=0.0)), 1.0)
     A = sp.csr_matrix(A)
     M = upper_room(A, x, cand, big=float(x.max(initial=0.0) + np.sum(phi)))
+    net = None if route == "lp" else network_form(A)
+    if route == "network" and net is None:
+        raise ValueError("route='network' needs a tabular system that is a network "
+                         "(a 2-D table with its totals, no subtotals)")
     return Problem(A, x / scale, scale, np.asarray(sens, bool), plo / scale, phi / scale,
-                   np.asarray(w, float), np.asarray(cand, bool), M / scale, labels)
+                   np.asarray(w, float), np.asarray(cand, bool), M / scale, labels, net)
+
+
+def make_intruder(prob: Problem):
+    """The intruder's check for ``prob``: by flows on a network, else by LPs."""
+    return NetIntruder(prob) if prob.net is not None else Intruder(prob)
+
+
+def make_completion(prob: Problem, cols=None):
+    """The cheapest-completion solver for ``prob``: by flows on a network, else by LPs."""
+    if prob.net is not None:
+        return NetCompletion(prob, cols, margin=MARGIN)
+    return _Completion(prob, cols)
 
 
 def upper_room(A, x, cand, big: float) -> np.ndarray:
@@ -147,6 +173,7 @@ class Intruder:
         self._f = 1.0                # unit of the model's bounds
         self._cost_col = None
         self.n_solves = 0
+        self.sparse_cuts = False         # (the flow route's option; the LP's duals are)
 
     def pattern(self, z) -> None:
         """Pattern ``z`` for the next solves (fractional in the LP relaxation, whose
@@ -305,8 +332,8 @@ def heuristic(prob: Problem, start=None, intruder: Intruder | None = None) -> np
     far already protects is skipped, else the cells its cheapest completion moves are
     suppressed.  ``start``: cells suppressed from the outset.  Raises ``ValueError`` when
     a cell cannot be protected even with every candidate suppressed."""
-    intr = intruder or Intruder(prob)
-    comp = _Completion(prob)
+    intr = intruder or make_intruder(prob)
+    comp = make_completion(prob)
     supp = prob.sens.copy() if start is None else (np.asarray(start, bool) | prob.sens)
     pool = _Pool(prob)
     for task in prob.tasks:
@@ -413,7 +440,7 @@ def cleanup(prob: Problem, supp, intruder: Intruder | None = None) -> np.ndarray
     from the basis it ended with last time.  The certificates are verified at the end
     (:func:`proves`); a task that fails there (never seen) is protected again by the
     heuristic."""
-    intr = intruder or Intruder(prob)
+    intr = intruder or make_intruder(prob)
     need = prob.sens & (np.maximum(prob.plo, prob.phi) > 0)
     inc = _Incidence(prob.A, supp, need)
     if inc.drop(np.flatnonzero(supp & ~prob.sens)) is None:
@@ -460,7 +487,7 @@ class _Certificates:
         self.lo, self.hi = -prob.x[c], prob.M[c]
         self.wc = np.where(prob.sens[c], 0.0, prob.w[c])     # complementary cells' cost
         self.p = np.array([t[2] for t in tasks])
-        self.comp = _Completion(prob, c)
+        self.comp = make_completion(prob, c)
         self.Y = np.zeros((len(tasks), c.size))
         self.res = np.zeros(len(tasks))         # max |T y| of each certificate
         self.bases = [None] * len(tasks)
@@ -740,7 +767,8 @@ def optimal(prob: Problem, incumbent, time_limit: float | None = None):
     def left():
         return None if t_end is None else t_end - time.perf_counter()
 
-    intr = Intruder(prob)
+    intr = make_intruder(prob)
+    intr.sparse_cuts = True
     master = _Master(prob)
     tasks = prob.tasks
     best = np.asarray(incumbent, bool).copy()

@@ -156,7 +156,7 @@ def _pattern(table, sensitive, protection, method, cost, groups, suppress_zeros,
         cand[n_int:] = False
     cand |= sens
     prob = _csp.make_problem(system.A, x, sens, plo, phi, w, cand, labels)
-    intr = _csp.Intruder(prob)
+    intr = _csp.make_intruder(prob)
     mask = _csp.cleanup(prob, _csp.heuristic(prob, intruder=intr), intruder=intr)
     info = {}
     if method == "optimal":

@@ -103,21 +103,23 @@ def reaches(x, supp, sens, prot, sums):
     return x - lo, hi - x
 
 
+@pytest.mark.parametrize("route", ["auto", "lp"])
 @pytest.mark.parametrize("case", range(16))
-def test_pool_and_certificates_are_sound(case):
+def test_pool_and_certificates_are_sound(case, route):
     # whatever the pool or a certificate claims, the independent LP confirms; a drop is
-    # refused only when the trial pattern really falls short (of p (1 + MARGIN))
+    # refused only when the trial pattern really falls short (of p (1 + MARGIN));
+    # 2-D tables by flows ("auto") and by LPs
     rng = np.random.default_rng(1000 + case)
     shape, dims, sums = case_of(case, rng)
     x, sens, prot = random_case(rng, shape, 2 + case % 3)
     if len(shape) == 3:
         prot = capped(x, prot, dims)
-    prob = csp_problem(x, sens, prot, prot, dims)
+    prob = csp_problem(x, sens, prot, prot, dims, route=route)
     supp = _csp.heuristic(prob)
     n_int = x.size
     # the pool's claims
     pool = _csp._Pool(prob)
-    intr = _csp.Intruder(prob)
+    intr = _csp.make_intruder(prob)
     intr.pattern(supp)
     for task in prob.tasks:
         pool.add(intr.move(task[0], task[1], task[2])[1])
@@ -188,3 +190,77 @@ def test_proves_rejects_bad_deviations():
     off[3] = False                                                         # off pattern
     assert not _csp.proves(prob, y, task, off, 1.0)
     assert not _csp.proves(prob, 4 * y, (0, +1, 4.0 / prob.scale), supp, 1.0)  # 2 - 4 < 0
+
+
+@pytest.mark.parametrize(("dims", "shape", "margins", "groups", "network"), [
+    (("v", "w"), (3, 4), None, None, True),
+    (("v", "w"), (2, 5), [("v",)], None, True),               # row totals only
+    (("v", "w"), (3, 2), [("v",), ()], None, True),
+    (("v",), (4,), None, None, True),                          # 1-D: a ground node
+    (("a", "b", "c"), (2, 3, 2), None, None, False),           # 3 equations per cell
+    (("v", "w"), (4, 3), None, {"v": [[0, 1], [2, 3]]}, False),   # subtotals
+])
+def test_network_form_reproduces_the_equations(dims, shape, margins, groups, network):
+    from riskengine._csp_network import network_form
+    from riskengine.linear import tabular_system
+    system = tabular_system(dims, shape, margins, groups)
+    net = network_form(system.A)
+    assert (net is not None) == network
+    if net is None:
+        return
+    # signed equation r = (inflow - outflow) at node r: +1 at the head, -1 at the tail
+    A = system.A.toarray() * net.sign[:, None]
+    n_rows, n = A.shape
+    B = np.zeros((net.n_nodes, n))
+    B[net.head, np.arange(n)] += 1.0
+    B[net.tail, np.arange(n)] -= 1.0
+    assert np.array_equal(B[:n_rows], A)
+    single = (np.abs(system.A).sum(axis=0) == 1).any()       # a cell in one equation
+    assert net.n_nodes == n_rows + bool(single)
+
+
+@pytest.mark.parametrize("case", range(30))
+def test_flow_route_matches_lp_route(case):
+    # the intruder's reach (up to the protection), the capacity cuts and the cheapest
+    # completions / certificates: flows and LPs agree on random 2-D problems
+    rng = np.random.default_rng(1200 + case)
+    shape = (int(rng.integers(2, 6)), int(rng.integers(2, 6)))
+    x, sens, prot = random_case(rng, shape, int(rng.integers(1, 4)), zeros=0.15)
+    totals = case % 3 == 0
+    kw = {"suppress_totals": totals}
+    net = csp_problem(x, sens, prot, 0.5 * prot + 1, ("a", "b"), **kw)
+    lp = csp_problem(x, sens, prot, 0.5 * prot + 1, ("a", "b"), route="lp", **kw)
+    assert net.net is not None and lp.net is None
+    ni, li = _csp.make_intruder(net), _csp.make_intruder(lp)
+    ni.sparse_cuts = True
+    nc, lc = _csp.make_completion(net), _csp.make_completion(lp)
+    for _ in range(4):
+        z = np.where(net.cand, rng.random(net.n), 0.0)
+        if rng.random() < 0.5:
+            z = (z > 0.5).astype(float)
+        z[net.sens] = 1.0
+        ni.pattern(z)
+        li.pattern(z)
+        supp = z > 0.5
+        for task in net.tasks:
+            s, d, p = task
+            vn, yn, un = ni.move(s, d, p)
+            vl, _, _ = li.move(s, d, p)
+            assert vn == pytest.approx(min(vl, p), abs=1e-9)
+            assert _csp.proves(net, yn, task, z > 0, vn / p) if vn > 0 else True
+            if vn < p * (1 - _csp.REACH):
+                cut = _csp.capacity_cut(net, task, un, z)
+                assert cut is not None           # violated at z
+            for within in (False, True):
+                a = nc.solve(supp, task, within=within)
+                b = lc.solve(supp, task, within=within)
+                assert (a is None) == (b is None)
+                if a is None:
+                    continue
+                wn = net.w / net.w.max()
+                c = (np.where(net.sens, 0.0, wn) * supp if within
+                     else np.where(supp, 0.0, wn))
+                assert c @ np.abs(a) == pytest.approx(c @ np.abs(b), rel=1e-7, abs=1e-12)
+                reach = 1 + _csp.MARGIN if within else 1.0
+                room = supp if within else supp | net.cand
+                assert _csp.proves(net, a, task, room, reach)

@@ -273,7 +273,7 @@ def test_mechanism_round_trip_and_registry():
     assert rk.Release.from_json(rel.to_json()) == rel
 
 
-def csp_problem(x, sens, plo, phi, dims, w=None, suppress_totals=False):
+def csp_problem(x, sens, plo, phi, dims, w=None, suppress_totals=False, route="auto"):
     """The CSP instance rk.suppress builds (value costs, zeros never complements)."""
     from riskengine import _csp
     system = rk.linear.tabular_system(dims, x.shape)
@@ -288,20 +288,24 @@ def csp_problem(x, sens, plo, phi, dims, w=None, suppress_totals=False):
     if not suppress_totals:
         cand[n_int:] = False
     w = xv if w is None else w
-    return _csp.make_problem(system.A, xv, full, lo, hi, w, cand | full, system.labels())
+    return _csp.make_problem(system.A, xv, full, lo, hi, w, cand | full, system.labels(),
+                             route=route)
 
 
-@pytest.mark.parametrize("case", range(6))
+@pytest.mark.parametrize("case", range(8))
 def test_row_generation_matches_explicit_milp(case):
     # two formulations of the same optimum: the row-generation solver used by
     # rk.suppress and one explicit MILP with a deviation vector per protection task
+    # (2-D tables by flows and, cases 5 and 7, by LPs)
     from riskengine import _csp
     rng = np.random.default_rng(300 + case)
     shape = (4, 5) if case % 2 else (3, 3, 2)
     x, sens, prot = random_case(rng, shape, 2 + case % 2)
     dims = ("a", "b", "c")[: len(shape)]
     prot = capped(x, prot, dims)
-    prob = csp_problem(x, sens, prot, prot, dims, suppress_totals=case >= 4)
+    prob = csp_problem(x, sens, prot, prot, dims, suppress_totals=case in (4, 5, 6),
+                       route="lp" if case in (5, 7) else "auto")
+    assert (prob.net is not None) == (len(shape) == 2 and case not in (5, 7))
     heur = _csp.cleanup(prob, _csp.heuristic(prob))
     a, info = _csp.optimal(prob, heur)
     b = _csp.optimal_explicit(prob)

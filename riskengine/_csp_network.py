@@ -1,0 +1,206 @@
+"""The network route of the suppression solvers (2-D tables with their totals).
+
+When every cell of the tabular system enters at most two equations with coefficients
++-1 and the equations can be signed so that each cell enters one with +1 and the other
+with -1, ``T`` is the incidence matrix of a network: equations are nodes, cells are
+arcs (a cell in one equation only runs to a ground node), and a deviation ``y`` that
+keeps every published cell is a circulation.  That holds for a 2-D table with any of
+its totals (seed 004 §3.3: "the network method"), suppressed or not; 3-D tables and
+subtotals are not networks and take the LP route.
+
+The two LPs of :mod:`riskengine._csp` then become flows (kernels/network.py):
+
+* :class:`NetIntruder` -- how far the intruder can move cell ``s``: a maximum flow from
+  one end of ``s`` to the other through the other suppressed cells, stopped at the
+  protection; its minimum cut gives the duals of the capacity cut;
+* :class:`NetCompletion` -- the cheapest completion / certificate: a minimum-cost flow.
+
+Both have the interface of their LP twins (:class:`riskengine._csp.Intruder`,
+:class:`riskengine._csp._Completion`) and the same optima; where several optima tie
+they may return another one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from kernels.network import adjacency, max_flow, min_cost_flow
+
+__all__ = ["NetCompletion", "NetIntruder", "Network", "network_form"]
+
+
+@dataclass(frozen=True, eq=False)
+class Network:
+    """``T`` as a network: arc ``j`` (cell ``j``) runs ``tail[j] -> head[j]``; node
+    ``r < n_rows`` is equation ``r`` multiplied by ``sign[r]``, node ``n_rows`` (if any
+    cell needs it) the ground."""
+
+    n_nodes: int
+    tail: np.ndarray
+    head: np.ndarray
+    sign: np.ndarray
+    adj: tuple
+
+
+def network_form(A) -> Network | None:
+    """The network of ``T`` (rows = equations), or None when ``T`` is not one."""
+    A = sp.csc_matrix(A)
+    n_rows, n = A.shape
+    if n == 0 or A.nnz == 0 or not np.all(np.abs(A.data) == 1.0):
+        return None
+    cnt = np.diff(A.indptr)
+    if cnt.min() < 1 or cnt.max() > 2:
+        return None
+    # sign the rows: a cell in rows r1, r2 needs sign[r1] a1 = -sign[r2] a2
+    nbr = [[] for _ in range(n_rows)]
+    for j in np.flatnonzero(cnt == 2):
+        (r1, r2), (a1, a2) = A.indices[A.indptr[j]:A.indptr[j + 1]], \
+            A.data[A.indptr[j]:A.indptr[j + 1]]
+        par = -a1 * a2
+        nbr[r1].append((r2, par))
+        nbr[r2].append((r1, par))
+    sign = np.zeros(n_rows)
+    for r0 in range(n_rows):
+        if sign[r0]:
+            continue
+        sign[r0] = 1.0
+        stack = [r0]
+        while stack:
+            r = stack.pop()
+            for q, par in nbr[r]:
+                want = sign[r] * par
+                if sign[q] == 0:
+                    sign[q] = want
+                    stack.append(q)
+                elif sign[q] != want:
+                    return None
+    ground = n_rows
+    tail = np.full(n, ground, np.int64)
+    head = np.full(n, ground, np.int64)
+    for j in range(n):
+        for k in range(A.indptr[j], A.indptr[j + 1]):
+            r = A.indices[k]
+            if sign[r] * A.data[k] > 0:
+                head[j] = r
+            else:
+                tail[j] = r
+    if np.any(tail == head):
+        return None
+    n_nodes = n_rows + int(np.any(cnt == 1))
+    return Network(n_nodes, tail, head, sign, adjacency(n_nodes, tail, head))
+
+
+def _ends(net: Network, s: int, d: int):
+    """Source and sink of the return flow when cell ``s`` moves in direction ``d``: moving
+    ``s`` up sends flow tail -> head along it, which comes back from head to tail."""
+    return (net.head[s], net.tail[s]) if d > 0 else (net.tail[s], net.head[s])
+
+
+class NetIntruder:
+    """:class:`riskengine._csp.Intruder` by maximum flows (stopped at the protection)."""
+
+    def __init__(self, prob):
+        self.prob = prob
+        self.net = prob.net
+        self._z = np.zeros(prob.n)
+        self.n_solves = 0
+        #: return the duals of a sparse minimum cut (for the optimal method's capacity
+        #: cuts; one more maximum flow per unprotected task)
+        self.sparse_cuts = False
+
+    def pattern(self, z) -> None:
+        z = np.clip(np.asarray(z, float), 0.0, 1.0)
+        z[z < 1e-12] = 0.0
+        self._z = z
+
+    def move(self, s: int, d: int, p: float = 1.0):
+        """``(d * y_s, y, duals)``: a deviation that moves ``s`` by ``p`` in direction
+        ``d`` if the pattern allows it, else the largest one, with the duals of ``T y = 0``
+        (``sign * [node on the source side of a minimum cut]``) for the capacity cut."""
+        prob, net, z = self.prob, self.net, self._z
+        fwd, bwd = prob.M * z, prob.x * z
+        own = fwd[s] if d > 0 else bwd[s]
+        limit = min(p, own)
+        fwd[s] = bwd[s] = 0.0
+        src, snk = _ends(net, s, d)
+        value, flow, cut = max_flow(net.n_nodes, net.tail, net.head, fwd, bwd, src, snk,
+                                    limit, 1e-12 * p, *net.adj)
+        self.n_solves += 1
+        if value < limit and self.sparse_cuts:
+            cut = self._sparse_cut(s, p, fwd, bwd, src, snk, cut)
+        y = flow
+        y[s] = d * value
+        u = net.sign * cut[: net.sign.size]
+        return value, y, u
+
+    def _sparse_cut(self, s, p, fwd, bwd, src, snk, cut):
+        """Among the minimum cuts, one crossing few cells: the capacity cut of a cut
+        ``S`` is ``sum over crossing cells j of min(room_j, p) z_j >= p``, so a cut that
+        crosses many cells with ``z_j = 0`` is weak.  A maximum flow with capacities
+        ``room_j z_j + 1e-6 min(room_j, p)`` finds a minimum cut that crosses as few
+        (and as small) cells as the first term allows; kept when still violated."""
+        prob, net = self.prob, self.net
+        cf = np.where(prob.cand, np.minimum(prob.M, p), 0.0)
+        cb = np.where(prob.cand, np.minimum(prob.x, p), 0.0)
+        cf[s] = cb[s] = 0.0
+        _, _, cut2 = max_flow(net.n_nodes, net.tail, net.head, fwd + 1e-6 * cf,
+                              bwd + 1e-6 * cb, src, snk, np.inf, 1e-12 * p, *net.adj)
+        out = cut2[net.tail] & ~cut2[net.head]
+        inn = cut2[net.head] & ~cut2[net.tail]
+        cap = float(fwd[out].sum() + bwd[inn].sum())
+        return cut2 if cap < p * (1 - 1e-6) else cut
+
+    def protected(self, task) -> tuple:
+        from ._csp import REACH
+        s, d, p = task
+        v, y, u = self.move(s, d, p)
+        return v >= p * (1 - REACH), y, u
+
+
+class NetCompletion:
+    """:class:`riskengine._csp._Completion` by minimum-cost flows."""
+
+    def __init__(self, prob, cols=None, margin: float = 0.0):
+        self.prob = prob
+        self.net = prob.net
+        self.usable = np.ones(prob.n, bool)
+        if cols is not None:
+            self.usable[:] = False
+            self.usable[np.asarray(cols)] = True
+        self.margin = margin
+        self.wn = prob.w / prob.w.max()
+
+    def solve(self, supp, task, within: bool = False, basis=None):
+        """The cheapest deviation moving ``s`` by ``p`` (``p (1 + margin)`` within the
+        pattern), as :meth:`riskengine._csp._Completion.solve`; None if none exists.
+        ``basis`` is ignored (flows start from nothing)."""
+        prob, net = self.prob, self.net
+        s, d, p = task
+        supp = np.asarray(supp, bool)
+        if within:
+            room = supp & self.usable
+            cost = np.where(prob.sens, 0.0, self.wn)
+            amount = p * (1.0 + self.margin)
+        else:
+            room = (supp | prob.cand) & self.usable
+            cost = np.where(supp, 0.0, self.wn)
+            amount = p
+        own = prob.M[s] if d > 0 else prob.x[s]
+        if own < amount * (1 - 1e-12):
+            return None
+        fwd = np.where(room, prob.M, 0.0)
+        bwd = np.where(room, prob.x, 0.0)
+        fwd[s] = bwd[s] = 0.0
+        src, snk = _ends(net, s, d)
+        ok, flow, _ = min_cost_flow(net.n_nodes, net.tail, net.head, fwd, bwd, cost, src,
+                                    snk, amount, 1e-12 * p, *net.adj)
+        if not ok:
+            return None
+        flow[s] = d * amount
+        return flow
+
+    def basis(self):
+        return None

@@ -59,6 +59,33 @@ def _edge_ends(e, tail, head):
 
 
 @njit
+def _augment(g, cap, parent, pdir, source, sink, b, tail, head):
+    """Push the path's bottleneck (at most ``b``) from ``source`` to ``sink`` along the
+    edges recorded in ``parent`` / ``pdir`` (+1: the edge itself, -1: its reverse);
+    returns the amount pushed."""
+    v = sink
+    while v != source:
+        e = parent[v]
+        if pdir[v] > 0:
+            r = cap[e] - g[e]
+            v, _ = _edge_ends(e, tail, head)
+        else:
+            r = g[e]
+            _, v = _edge_ends(e, tail, head)
+        b = min(b, r)
+    v = sink
+    while v != source:
+        e = parent[v]
+        if pdir[v] > 0:
+            g[e] += b
+            v, _ = _edge_ends(e, tail, head)
+        else:
+            g[e] -= b
+            _, v = _edge_ends(e, tail, head)
+    return b
+
+
+@njit
 def max_flow(n_nodes, tail, head, cap_fwd, cap_bwd, source, sink, limit, eps,
              out_ptr, out_edge, in_ptr, in_edge):
     """Maximum flow from ``source`` to ``sink`` (shortest augmenting paths), stopped
@@ -105,28 +132,7 @@ def max_flow(n_nodes, tail, head, cap_fwd, cap_bwd, source, sink, limit, eps,
                         qt += 1
         if not seen[sink]:
             break
-        # bottleneck
-        b = limit - value
-        v = sink
-        while v != source:
-            e = parent[v]
-            if pdir[v] > 0:
-                r = cap[e] - g[e]
-                v, _ = _edge_ends(e, tail, head)
-            else:
-                r = g[e]
-                _, v = _edge_ends(e, tail, head)
-            b = min(b, r)
-        v = sink
-        while v != source:
-            e = parent[v]
-            if pdir[v] > 0:
-                g[e] += b
-                v, _ = _edge_ends(e, tail, head)
-            else:
-                g[e] -= b
-                _, v = _edge_ends(e, tail, head)
-        value += b
+        value += _augment(g, cap, parent, pdir, source, sink, limit - value, tail, head)
     flow = g[0::2] - g[1::2]
     return value, flow, seen.copy()
 
@@ -190,27 +196,7 @@ def min_cost_flow(n_nodes, tail, head, cap_fwd, cap_bwd, cost, source, sink, amo
         ds = dist[sink]
         for v in range(n_nodes):
             pot[v] += dist[v] if (done[v] and dist[v] < ds) else ds
-        b = amount - sent
-        v = sink
-        while v != source:
-            e = parent[v]
-            if pdir[v] > 0:
-                r = cap[e] - g[e]
-                v, _ = _edge_ends(e, tail, head)
-            else:
-                r = g[e]
-                _, v = _edge_ends(e, tail, head)
-            b = min(b, r)
-        v = sink
-        while v != source:
-            e = parent[v]
-            if pdir[v] > 0:
-                g[e] += b
-                v, _ = _edge_ends(e, tail, head)
-            else:
-                g[e] -= b
-                _, v = _edge_ends(e, tail, head)
-        sent += b
+        sent += _augment(g, cap, parent, pdir, source, sink, amount - sent, tail, head)
     flow = g[0::2] - g[1::2]
     total = 0.0
     for a in range(m):

@@ -395,14 +395,16 @@ class _Pool:
         if self.k == 0 or not self.used[s]:
             return False
         prob = self.prob
-        idx = np.flatnonzero(self.used)
-        Y = self.Y[: self.k, idx]
         t = d * self.Y[: self.k, s]
-        C = np.vstack([Y[t > 0], -Y[t < 0]])
-        if C.shape[0] == 0:
+        pos, neg = np.flatnonzero(t > 0), np.flatnonzero(t < 0)
+        if pos.size + neg.size == 0:
             return False
-        res = np.concatenate([self.res[: self.k][t > 0], self.res[: self.k][t < 0]])
-        a = np.maximum(1.0, p / np.abs(np.concatenate([t[t > 0], t[t < 0]])))
+        idx = np.flatnonzero(self.used)
+        rows = np.concatenate([pos, neg])
+        C = self.Y[rows][:, idx]
+        C[pos.size:] *= -1.0
+        res = self.res[rows]
+        a = np.maximum(1.0, p / np.abs(t[rows]))
         C *= a[:, None]
         tol = 1e-9 * p
         ok = (np.all(C >= -prob.x[idx] - tol, axis=1) & np.all(C <= prob.M[idx] + tol, axis=1)
@@ -727,7 +729,22 @@ class _Master:
         h.setOptionValue("mip_max_improving_sols", 1)
         h.setOptionValue("time_limit", float(max(seconds, 0.5)) if seconds is not None
                          else _INF)
-        h.run()
+        if seconds is None:
+            h.run()
+        else:
+            # HiGHS checks its time limit between phases (overshoots of 30 s seen on
+            # 3-D tables): the MIP callback interrupts it at the deadline as well
+            deadline = time.perf_counter() + max(seconds, 0.5)
+
+            def stop(e):
+                if time.perf_counter() > deadline:
+                    e.interrupt()
+
+            h.cbMipInterrupt += stop
+            try:
+                h.run()
+            finally:
+                h.cbMipInterrupt -= stop
         st = h.getModelStatus()
         info = h.getInfo()
         S = highspy.HighsModelStatus

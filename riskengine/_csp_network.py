@@ -47,46 +47,45 @@ class Network:
 
 def network_form(A) -> Network | None:
     """The network of ``T`` (rows = equations), or None when ``T`` is not one."""
+    from scipy.sparse.csgraph import breadth_first_order, connected_components
     A = sp.csc_matrix(A)
+    A.sort_indices()
     n_rows, n = A.shape
     if n == 0 or A.nnz == 0 or not np.all(np.abs(A.data) == 1.0):
         return None
     cnt = np.diff(A.indptr)
     if cnt.min() < 1 or cnt.max() > 2:
         return None
-    # sign the rows: a cell in rows r1, r2 needs sign[r1] a1 = -sign[r2] a2
-    nbr = [[] for _ in range(n_rows)]
-    for j in np.flatnonzero(cnt == 2):
-        (r1, r2), (a1, a2) = A.indices[A.indptr[j]:A.indptr[j + 1]], \
-            A.data[A.indptr[j]:A.indptr[j + 1]]
-        par = -a1 * a2
-        nbr[r1].append((r2, par))
-        nbr[r2].append((r1, par))
-    sign = np.zeros(n_rows)
-    for r0 in range(n_rows):
-        if sign[r0]:
-            continue
-        sign[r0] = 1.0
-        stack = [r0]
-        while stack:
-            r = stack.pop()
-            for q, par in nbr[r]:
-                want = sign[r] * par
-                if sign[q] == 0:
-                    sign[q] = want
-                    stack.append(q)
-                elif sign[q] != want:
-                    return None
+    # sign the rows: a cell in rows r1, r2 needs sign[r1] a1 = -sign[r2] a2, i.e.
+    # sign[r2] = par * sign[r1] with par = -a1 a2; spread along spanning trees, check all
+    two = np.flatnonzero(cnt == 2)
+    k = A.indptr[two]
+    r1, r2 = A.indices[k], A.indices[k + 1]
+    par = -A.data[k] * A.data[k + 1]
+    # parity of each pair of rows joined by a cell (the first such cell's; every cell is
+    # checked below)
+    first = np.unique(np.minimum(r1, r2) * n_rows + np.maximum(r1, r2), return_index=True)[1]
+    P = sp.coo_matrix((par[first], (r1[first], r2[first])), shape=(n_rows, n_rows)).tocsr()
+    P = P + P.T
+    ncomp, comp = connected_components(P, directed=False)
+    sg = [0.0] * n_rows
+    roots = np.unique(comp, return_index=True)[1]
+    for root in roots[:ncomp].tolist():
+        order, pred = breadth_first_order(P, root, directed=False, return_predecessors=True)
+        sg[root] = 1.0
+        q = np.asarray(P[pred[order[1:]], order[1:]]).ravel().tolist()
+        for v, u, pq in zip(order[1:].tolist(), pred[order[1:]].tolist(), q):
+            sg[v] = sg[u] * pq
+    sign = np.array(sg)
+    if np.any(sign[r2] != par * sign[r1]):
+        return None
+    signed = A.data * sign[A.indices]
+    col = np.repeat(np.arange(n), cnt)
     ground = n_rows
     tail = np.full(n, ground, np.int64)
     head = np.full(n, ground, np.int64)
-    for j in range(n):
-        for k in range(A.indptr[j], A.indptr[j + 1]):
-            r = A.indices[k]
-            if sign[r] * A.data[k] > 0:
-                head[j] = r
-            else:
-                tail[j] = r
+    head[col[signed > 0]] = A.indices[signed > 0]
+    tail[col[signed < 0]] = A.indices[signed < 0]
     if np.any(tail == head):
         return None
     n_nodes = n_rows + int(np.any(cnt == 1))
@@ -164,12 +163,14 @@ class NetCompletion:
     """:class:`riskengine._csp._Completion` by minimum-cost flows."""
 
     def __init__(self, prob, cols=None, margin: float = 0.0):
+        """``cols``: the only cells that may ever move (the clean-up's pattern): the
+        flows run on the network of those arcs alone."""
         self.prob = prob
-        self.net = prob.net
-        self.usable = np.ones(prob.n, bool)
-        if cols is not None:
-            self.usable[:] = False
-            self.usable[np.asarray(cols)] = True
+        net = prob.net
+        self.cols = np.arange(prob.n) if cols is None else np.sort(np.asarray(cols))
+        self.tail, self.head = net.tail[self.cols], net.head[self.cols]
+        self.adj = net.adj if cols is None else adjacency(net.n_nodes, self.tail, self.head)
+        self.n_nodes = net.n_nodes
         self.margin = margin
         self.wn = prob.w / prob.w.max()
 
@@ -177,30 +178,33 @@ class NetCompletion:
         """The cheapest deviation moving ``s`` by ``p`` (``p (1 + margin)`` within the
         pattern), as :meth:`riskengine._csp._Completion.solve`; None if none exists.
         ``basis`` is ignored (flows start from nothing)."""
-        prob, net = self.prob, self.net
+        prob, c = self.prob, self.cols
         s, d, p = task
-        supp = np.asarray(supp, bool)
+        supp = np.asarray(supp, bool)[c]
         if within:
-            room = supp & self.usable
-            cost = np.where(prob.sens, 0.0, self.wn)
+            room = supp
+            cost = np.where(prob.sens[c], 0.0, self.wn[c])
             amount = p * (1.0 + self.margin)
         else:
-            room = (supp | prob.cand) & self.usable
-            cost = np.where(supp, 0.0, self.wn)
+            room = supp | prob.cand[c]
+            cost = np.where(supp, 0.0, self.wn[c])
             amount = p
         own = prob.M[s] if d > 0 else prob.x[s]
         if own < amount * (1 - 1e-12):
             return None
-        fwd = np.where(room, prob.M, 0.0)
-        bwd = np.where(room, prob.x, 0.0)
-        fwd[s] = bwd[s] = 0.0
-        src, snk = _ends(net, s, d)
-        ok, flow, _ = min_cost_flow(net.n_nodes, net.tail, net.head, fwd, bwd, cost, src,
-                                    snk, amount, 1e-12 * p, *net.adj)
+        fwd = np.where(room, prob.M[c], 0.0)
+        bwd = np.where(room, prob.x[c], 0.0)
+        k = int(np.searchsorted(c, s))              # cols are sorted and hold s
+        fwd[k] = bwd[k] = 0.0
+        src, snk = _ends(prob.net, s, d)
+        ok, flow, _ = min_cost_flow(self.n_nodes, self.tail, self.head, fwd, bwd, cost,
+                                    src, snk, amount, 1e-12 * p, *self.adj)
         if not ok:
             return None
-        flow[s] = d * amount
-        return flow
+        y = np.zeros(prob.n)
+        y[c] = flow
+        y[s] = d * amount
+        return y
 
     def basis(self):
         return None

@@ -18,35 +18,31 @@ no total contains gets ``sum of the interior + sum of the upper protections`` --
 binding when the grand total is published, a finite cap when it is not (the final audit
 in :func:`riskengine.suppress` uses no cap at all).
 
-* :class:`Intruder` -- that LP, kept alive in one HiGHS model (highspy) and re-solved
-  with new bounds and objectives from the previous basis (warm start);
+That LP and the cheapest completion are solved by flows on 2-D tables (their tabular
+system is a network: :mod:`riskengine._csp_network`) and by HiGHS LPs otherwise
+(:mod:`riskengine._csp_lp`); :func:`make_intruder` and :func:`make_completion` choose.
+
 * :func:`heuristic` -- protect sensitive cells one at a time, largest protection first,
-  each by the cheapest completion LP (seed 004 §3.2-3.3);
+  each by its cheapest completion (seed 004 §3.2-3.3);
 * :func:`cleanup` -- drop complementary cells, most expensive first, that no protection
-  needs (each task keeps a certificate ``y``; only tasks whose certificate uses the cell
-  are re-solved);
-* :func:`optimal` -- Fischetti & Salazar's model by row generation over capacity cuts,
-  with the heuristic's pattern as incumbent and a proven lower bound: exact (gap 0) or,
-  at the time limit, the best protecting pattern found with its gap;
-* :func:`optimal_explicit` -- one explicit MILP (a deviation vector per protection task):
-  the test reference for :func:`optimal`.
+  needs (each task keeps a certificate, a deviation proving it; the certificates a drop
+  breaks are repaired by combining them, re-solved only when that fails);
+* the optimal method (Fischetti & Salazar's row generation) is in
+  :mod:`riskengine._csp_optimal`.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
-import highspy
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import Bounds, LinearConstraint, milp
 
+from ._csp_lp import Intruder, LPCompletion
 from ._csp_network import NetCompletion, NetIntruder, Network, network_form
-from ._highs import lp_model as _lp
-from ._highs import run as _run
 
-__all__ = ["Problem", "cleanup", "heuristic", "optimal", "optimal_explicit"]
+__all__ = ["Problem", "cleanup", "heuristic", "make_completion", "make_intruder",
+           "make_problem"]
 
 #: a protection counts as reached at ``p (1 - REACH)`` (LP tolerance; the audit decides)
 REACH = 1e-9
@@ -56,8 +52,6 @@ MARGIN = 1e-6
 #: a pattern improves on the best only when cheaper by this much (relative): optimality
 #: is proven to within it (it is well above HiGHS's tolerances, well below cost changes)
 CUTOFF = 1e-7
-MAX_MILP_VARS = 400_000
-_INF = highspy.kHighsInf
 
 
 @dataclass(eq=False)
@@ -127,7 +121,7 @@ def make_completion(prob: Problem, cols=None):
     """The cheapest-completion solver for ``prob``: by flows on a network, else by LPs."""
     if prob.net is not None:
         return NetCompletion(prob, cols, margin=MARGIN)
-    return _Completion(prob, cols)
+    return LPCompletion(prob, cols)
 
 
 def upper_room(A, x, cand, big: float) -> np.ndarray:
@@ -154,69 +148,6 @@ def upper_room(A, x, cand, big: float) -> np.ndarray:
     return room
 
 
-class Intruder:
-    """The intruder's LP for one pattern, re-solved from the previous basis.
-
-    Each task is solved in units of its own protection (bounds divided by ``p``, so the
-    target is 1): a small cell in a table with large totals keeps its precision."""
-
-    def __init__(self, prob: Problem):
-        self.prob = prob
-        n = prob.n
-        self.h = _lp(n, prob.A, np.zeros(n), np.zeros(n), np.zeros(n))
-        # successive solves change the objective: the primal simplex keeps its basis
-        # feasible (measured 5x faster than the default on a 40x40 table)
-        self.h.setOptionValue("simplex_strategy", 4)
-        self.idx = np.arange(n, dtype=np.int32)
-        self._z = np.zeros(n)        # pattern asked for
-        self._zs = np.zeros(n)       # pattern in the model
-        self._f = 1.0                # unit of the model's bounds
-        self._cost_col = None
-        self.n_solves = 0
-        self.sparse_cuts = False         # (the flow route's option; the LP's duals are)
-
-    def pattern(self, z) -> None:
-        """Pattern ``z`` for the next solves (fractional in the LP relaxation, whose
-        values may stray outside [0, 1] by the solver's tolerance: clipped, so that the
-        bounds keep ``y = 0`` feasible)."""
-        z = np.clip(np.asarray(z, float), 0.0, 1.0)
-        z[z < 1e-12] = 0.0
-        self._z = z
-
-    def _bounds(self, f: float) -> None:
-        p, z = self.prob, self._z
-        if f != self._f:
-            idx = self.idx
-        else:
-            idx = np.flatnonzero(z != self._zs).astype(np.int32)
-        if idx.size:
-            self.h.changeColsBounds(idx.size, idx, -p.x[idx] * z[idx] * f,
-                                    p.M[idx] * z[idx] * f)
-        self._zs, self._f = z, f
-
-    def move(self, s: int, d: int, p: float = 1.0):
-        """``(max d * y_s, y, row duals)`` under the current pattern (solved in units
-        of ``p``)."""
-        self._bounds(1.0 / p)
-        if self._cost_col is not None:
-            self.h.changeColCost(self._cost_col, 0.0)
-        self.h.changeColCost(int(s), -float(d))
-        self._cost_col = int(s)
-        st = _run(self.h, "intruder")
-        self.n_solves += 1
-        if st is not None:
-            raise RuntimeError(f"HiGHS failed on the intruder LP of "
-                               f"{self.prob.label(s)}: {self.h.modelStatusToString(st)}")
-        sol = self.h.getSolution()
-        return (-p * self.h.getInfo().objective_function_value,
-                p * np.asarray(sol.col_value), np.asarray(sol.row_dual))
-
-    def protected(self, task) -> tuple:
-        s, d, p = task
-        v, y, u = self.move(s, d, p)
-        return v >= p * (1 - REACH), y, u
-
-
 def capacity_cut(prob: Problem, task, u, z):
     """The capacity cut ``sum_j a_j z_j >= p`` from multipliers ``u`` of ``T y = 0`` (the
     intruder LP's duals at a pattern ``z`` that fails ``task``): for any ``u``, the LP's
@@ -239,92 +170,6 @@ def capacity_cut(prob: Problem, task, u, z):
         return None
     cols = np.flatnonzero(coef)
     return cols, coef[cols]
-
-
-class _Completion:
-    """The heuristic's LP: the cheapest deviation that moves one cell by its protection
-    (variables ``y+``, ``y-``; moving an already suppressed cell is free)."""
-
-    def __init__(self, prob: Problem, cols=None):
-        """``cols``: the only cells that may ever move (the clean-up's starting pattern:
-        a smaller model), default every cell."""
-        self.prob = prob
-        self.cols = np.arange(prob.n) if cols is None else np.asarray(cols)
-        A = prob.A[:, self.cols]
-        A = A[np.flatnonzero(A.getnnz(axis=1))]
-        m = self.cols.size
-        self.h = _lp(2 * m, sp.hstack([A, -A]).tocsr(), np.zeros(2 * m), np.zeros(2 * m),
-                     np.zeros(2 * m))
-        # what the model holds: successive solves change only what differs (a few
-        # bounds between the tasks of one pattern), which keeps the warm start
-        self._cost = np.zeros(2 * m)
-        self._lo = np.zeros(2 * m)
-        self._hi = np.zeros(2 * m)
-        # every solve starts from the slack basis or from a basis the caller keeps for
-        # the task, never from the previous task's (a poor start: measured 2-8x slower
-        # on 3-D tables); presolve costs more than it saves on these LPs
-        self.h.setOptionValue("presolve", "off")
-
-    def solve(self, supp, task, within: bool = False, basis=None):
-        """The deviation (in the problem's units), or None if no completion exists.
-        Solved in units of the protection, costs divided by the largest.
-
-        ``within=False`` (the heuristic): any candidate may move, suppressed cells for
-        free.  ``within=True`` (the clean-up's certificates): only suppressed cells move,
-        each complementary cell at its cost, the target raised by ``MARGIN`` -- the
-        cheapest proof that ``supp`` protects the task, which avoids expensive cells.
-
-        ``basis``: where to start (the basis this task ended with last time: after a
-        small change of the pattern the dual simplex needs a few pivots from there);
-        default the slack basis.  :meth:`basis` returns the basis of the last solve."""
-        prob, c = self.prob, self.cols
-        s, d, p = task
-        s = int(np.searchsorted(c, s))          # cols are sorted and hold s
-        supp = np.asarray(supp, bool)[c]
-        wn = prob.w[c] / prob.w.max()
-        if within:
-            cost = np.where(supp & ~prob.sens[c], wn, 0.0)
-            room = supp
-        else:
-            cost = np.where(supp, 0.0, wn)
-            room = supp | prob.cand[c]
-        up = np.where(room, prob.M[c] / p, 0.0)
-        dn = np.where(room, prob.x[c] / p, 0.0)
-        m = c.size
-        lo = np.zeros(2 * m)
-        k = s if d > 0 else m + s
-        (dn if d > 0 else up)[s] = 0.0
-        hi = np.concatenate([up, dn])
-        if within:
-            # the cell itself moves by p (1 + MARGIN) or more, within its room
-            lo[k] = 1.0 + MARGIN
-            if hi[k] < lo[k]:
-                return None
-        else:
-            lo[k] = hi[k] = 1.0
-        cost = np.concatenate([cost, cost])
-        idx = np.flatnonzero(cost != self._cost).astype(np.int32)
-        if idx.size:
-            self.h.changeColsCost(idx.size, idx, cost[idx])
-            self._cost = cost
-        idx = np.flatnonzero((lo != self._lo) | (hi != self._hi)).astype(np.int32)
-        if idx.size:
-            self.h.changeColsBounds(idx.size, idx, lo[idx], hi[idx])
-            self._lo, self._hi = lo, hi
-        if basis is None:
-            self.h.clearSolver()
-        else:
-            self.h.setBasis(basis)
-        st = _run(self.h, "completion", accept_infeasible=within)
-        if st is not None:
-            return None
-        v = np.asarray(self.h.getSolution().col_value)
-        y = np.zeros(prob.n)
-        y[c] = p * (v[:m] - v[m:])
-        return y
-
-    def basis(self):
-        return self.h.getBasis()
 
 
 def heuristic(prob: Problem, start=None, intruder: Intruder | None = None) -> np.ndarray:
@@ -432,7 +277,7 @@ def cleanup(prob: Problem, supp, intruder: Intruder | None = None) -> np.ndarray
     alone (among suppressed cells) in some equation is fixed by it, and so on
     (:class:`_Incidence`); such a cell protects nothing and is exactly disclosed.  Then
     every task keeps a certificate (:class:`_Certificates`): a deviation within the
-    pattern that proves its protection, first the cheapest (:meth:`_Completion.solve`
+    pattern that proves its protection, first the cheapest (:meth:`LPCompletion.solve`
     with ``within=True``), which avoids expensive cells, so the most expensive
     complements are usually used by no certificate and are dropped at no cost.
     Dropping another cell ``j`` first fixes the cells it leaves alone in an equation
@@ -664,258 +509,3 @@ class _Incidence:
 
     def commit(self, gone) -> None:
         self._propagate(list(gone), self.supp, self.count, None)
-
-
-class _Master:
-    """The master problem over the binaries: min w z subject to the cuts so far."""
-
-    def __init__(self, prob: Problem):
-        self.prob = prob
-        n = prob.n
-        lb = np.where(prob.sens, 1.0, 0.0)
-        ub = np.where(prob.cand, 1.0, 0.0)
-        self.unit = float(prob.w @ prob.cand) or 1.0     # objective in units of O(1)
-        self.h = _lp(n, sp.csr_matrix((0, n)), lb, ub, prob.w / self.unit)
-        # binaries: tight tolerances, so no cut is met "within tolerance" only
-        for opt in ("mip_feasibility_tolerance", "primal_feasibility_tolerance"):
-            self.h.setOptionValue(opt, 1e-9)
-        self.idx = np.arange(n, dtype=np.int32)
-        # row 0: the objective cutoff w z <= best (HiGHS's objective_bound is no cutoff)
-        c = np.flatnonzero(prob.cand)
-        self.h.addRows(1, np.array([-_INF]), np.array([_INF]), c.size,
-                       np.array([0], np.int32), c.astype(np.int32), prob.w[c] / self.unit)
-        self.n_cuts = 0
-
-    def add(self, cuts) -> None:
-        if not cuts:
-            return
-        starts, index, value, lo = [], [], [], []
-        k = 0
-        for (cols, coef), p in cuts:
-            starts.append(k)
-            index.append(cols)
-            value.append(coef)
-            lo.append(p)
-            k += cols.size
-        self.h.addRows(len(cuts), np.array(lo), np.full(len(cuts), _INF), k,
-                       np.array(starts, np.int32), np.concatenate(index).astype(np.int32),
-                       np.concatenate(value))
-        self.n_cuts += len(cuts)
-
-    def integral(self, flag: bool) -> None:
-        kind = highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous
-        self.h.changeColsIntegrality(self.prob.n, self.idx,
-                                     np.full(self.prob.n, int(kind), np.uint8))
-
-    def solve_lp(self):
-        self.integral(False)
-        self.h.changeRowBounds(0, -_INF, _INF)
-        st = _run(self.h, "master LP")
-        if st is not None:
-            raise RuntimeError(f"HiGHS failed on the suppression LP relaxation: "
-                               f"{self.h.modelStatusToString(st)}")
-        return (np.asarray(self.h.getSolution().col_value),
-                self.h.getInfo().objective_function_value)
-
-    def solve_mip(self, cutoff, seconds):
-        """The first master solution cheaper than ``cutoff`` (HiGHS stops at its first
-        improving solution).  Returns ``(z, value, lower bound, state)`` with ``state``
-        "found", "none" (no solution below the cutoff exists: proven) or "time_limit"."""
-        self.integral(True)
-        h = self.h
-        h.setOptionValue("mip_rel_gap", 0.0)
-        h.setOptionValue("mip_abs_gap", 0.0)
-        h.changeRowBounds(0, -_INF, float(cutoff) / self.unit)
-        h.setOptionValue("mip_max_improving_sols", 1)
-        h.setOptionValue("time_limit", float(max(seconds, 0.5)) if seconds is not None
-                         else _INF)
-        if seconds is None:
-            h.run()
-        else:
-            # HiGHS checks its time limit between phases (overshoots of 30 s seen on
-            # 3-D tables): the MIP callback interrupts it at the deadline as well
-            deadline = time.perf_counter() + max(seconds, 0.5)
-
-            def stop(e):
-                if time.perf_counter() > deadline:
-                    e.interrupt()
-
-            h.cbMipInterrupt += stop
-            try:
-                h.run()
-            finally:
-                h.cbMipInterrupt -= stop
-        st = h.getModelStatus()
-        info = h.getInfo()
-        S = highspy.HighsModelStatus
-        if st == S.kInfeasible:
-            return None, None, float(cutoff), "none"
-        u = self.unit
-        sol = np.asarray(h.getSolution().col_value)
-        has = info.primal_solution_status == 2 and sol.size == self.prob.n
-        if st in (S.kOptimal, S.kSolutionLimit) or (st == S.kInterrupt and has):
-            lb = float(info.objective_function_value) if st == S.kOptimal \
-                else float(info.mip_dual_bound)
-            return sol > 0.5, u * float(info.objective_function_value), u * lb, "found"
-        if st in (S.kTimeLimit, S.kInterrupt):
-            return None, None, u * float(info.mip_dual_bound), "time_limit"
-        raise RuntimeError(f"HiGHS failed on the suppression master MILP: "
-                           f"{h.modelStatusToString(st)}")
-
-
-def optimal(prob: Problem, incumbent, time_limit: float | None = None):
-    """Minimum-cost protecting pattern by row generation (Fischetti & Salazar's capacity
-    cuts).  ``incumbent``: a protecting pattern (the heuristic's), the upper bound.
-
-    Rounds of the LP relaxation first (cheap; most cuts), then MILP rounds: HiGHS looks
-    for a master solution cheaper than the best protecting pattern so far and stops at
-    the first it finds.  One that protects every cell becomes the new best; one that
-    does not gets its cuts and is repaired (heuristic + cleanup from it) into a protecting
-    pattern, the new best when cheaper.  When no master solution is cheaper than the
-    best, the best is optimal (the master relaxes the problem: every cut is valid for
-    every protecting pattern).  The master's dual bound is the lower bound reported at
-    the time limit.
-
-    Returns ``(mask, info)``, ``info`` with ``status`` ("optimal", "time_limit", or
-    "stalled" if HiGHS returned a pattern twice -- a numerical safeguard, never seen),
-    ``lower_bound``, ``upper_bound`` (costs), ``gap`` (relative), ``rounds``, ``cuts``."""
-    t_end = None if time_limit is None else time.perf_counter() + max(float(time_limit), 0.0)
-
-    def left():
-        return None if t_end is None else t_end - time.perf_counter()
-
-    intr = make_intruder(prob)
-    intr.sparse_cuts = True
-    master = _Master(prob)
-    tasks = prob.tasks
-    best = np.asarray(incumbent, bool).copy()
-    ub = float(prob.w @ best)
-    lb = float(prob.w @ prob.sens)
-
-    # the last deviation that proved each task: while the pattern's bounds still hold
-    # it, the task needs no LP (z changes little from round to round)
-    witness = np.zeros((len(tasks), prob.n))
-    proven = np.zeros(len(tasks), bool)
-
-    def separate(z):
-        intr.pattern(z)
-        z = intr._z
-        lo, hi = -prob.x * z, prob.M * z
-        cuts = []
-        for k, task in enumerate(tasks):
-            s, d, p = task
-            y = witness[k]
-            tol = 1e-9 * p
-            if (proven[k] and d * y[s] >= p * (1 - REACH) and np.all(y >= lo - tol)
-                    and np.all(y <= hi + tol)):
-                continue
-            ok, y, u = intr.protected(task)
-            if ok:
-                witness[k], proven[k] = y, True
-                continue
-            cut = capacity_cut(prob, task, u, z)
-            if cut is None:
-                raise RuntimeError("could not derive a violated protection cut (numerics)")
-            cuts.append((cut, task[2]))
-        return cuts
-
-    rounds = 0
-    status = "optimal"
-    # LP rounds
-    while True:
-        z, val = master.solve_lp()
-        lb = max(lb, val * master.unit)
-        cuts = separate(z)
-        if not cuts:
-            break
-        master.add(cuts)
-        rounds += 1
-        if t_end is not None and left() <= 0:
-            break
-    # MILP rounds: the master's first solution below the best protecting pattern
-    seen = set()
-    while ub > lb * (1 + CUTOFF):
-        rem = left()
-        if rem is not None and rem <= 0:
-            status = "time_limit"
-            break
-        z, val, bound, state = master.solve_mip(ub * (1 - CUTOFF), rem)
-        rounds += 1
-        lb = max(lb, bound)
-        if state == "found":
-            key = np.flatnonzero(z).tobytes()
-            if key in seen:     # numerics: a cut HiGHS meets within its tolerance only
-                status = "stalled"
-                break
-            seen.add(key)
-        if state == "none":
-            lb = ub
-            break
-        if state == "time_limit":
-            status = "time_limit"
-            break
-        cuts = separate(z.astype(float))
-        if not cuts:            # protects every cell and is cheaper (the cutoff): the new best
-            best, ub = z, float(prob.w @ z)
-            continue
-        master.add(cuts)
-        rem = left()
-        if rem is not None and rem <= 0:
-            status = "time_limit"
-            break
-        rep = cleanup(prob, heuristic(prob, start=z, intruder=intr), intruder=intr)
-        c = float(prob.w @ rep)
-        if c < ub - 1e-12 * abs(ub):
-            best, ub = rep, c
-    lb = min(lb, ub)
-    gap = 0.0 if ub <= 0 else max(ub - lb, 0.0) / ub
-    if gap <= 2 * CUTOFF:
-        status, gap = "optimal", 0.0
-    return best, {"status": status, "lower_bound": lb, "upper_bound": ub, "gap": gap,
-                  "rounds": rounds, "cuts": master.n_cuts, "lp_solves": intr.n_solves}
-
-
-def optimal_explicit(prob: Problem, time_limit: float | None = None) -> np.ndarray:
-    """The same optimum from one explicit MILP: a deviation vector ``y^t`` per protection
-    task with ``T y^t = 0``, ``-x_j z_j <= y^t_j <= M_j z_j`` and ``y^t_s = +-p`` (scipy's
-    HiGHS).  The reference for :func:`optimal` in the tests."""
-    tasks = prob.tasks
-    cidx = np.flatnonzero(prob.cand)
-    nc = cidx.size
-    n_var = nc * (1 + len(tasks))
-    if n_var > MAX_MILP_VARS:
-        raise ValueError(f"the explicit suppression MILP would have {n_var} variables "
-                         f"({nc} candidate cells x {len(tasks)} protection directions + "
-                         f"{nc} binaries), above {MAX_MILP_VARS}")
-    where = {int(j): k for k, j in enumerate(cidx)}
-    A_c = prob.A[:, cidx]
-    A_c = A_c[np.flatnonzero(np.diff(A_c.tocsr().indptr) > 0)]
-    T = len(tasks)
-    cost = np.concatenate([prob.w[cidx], np.zeros(nc * T)])
-    lb = np.concatenate([prob.sens[cidx].astype(float), np.full(nc * T, -np.inf)])
-    ub = np.concatenate([np.ones(nc), np.full(nc * T, np.inf)])
-    for t, (s, d, p) in enumerate(tasks):
-        k = nc * (1 + t) + where[s]
-        lb[k] = ub[k] = d * p
-    cons = []
-    if T:
-        I = sp.identity(nc, format="csr")
-        zero = sp.csr_matrix((A_c.shape[0] * T, nc))
-        cons.append(LinearConstraint(sp.hstack([zero, sp.block_diag([A_c] * T)]), 0.0, 0.0))
-        # y + x z >= 0  and  y - M z <= 0
-        cons.append(LinearConstraint(sp.hstack([sp.vstack([sp.diags(prob.x[cidx])] * T),
-                                                sp.block_diag([I] * T)]), 0.0, np.inf))
-        cons.append(LinearConstraint(sp.hstack([sp.vstack([sp.diags(-prob.M[cidx])] * T),
-                                                sp.block_diag([I] * T)]), -np.inf, 0.0))
-    options = {"mip_rel_gap": 0.0, "disp": False}
-    if time_limit is not None:
-        options["time_limit"] = float(time_limit)
-    integrality = np.concatenate([np.ones(nc), np.zeros(nc * T)])
-    res = milp(cost, integrality=integrality, bounds=Bounds(lb, ub), constraints=cons,
-               options=options)
-    if res.status != 0 or res.x is None:
-        raise ValueError(f"the explicit suppression MILP did not reach a proven optimum: "
-                         f"{res.message}")
-    mask = np.zeros(prob.n, bool)
-    mask[cidx] = res.x[:nc] > 0.5
-    return mask

@@ -15,8 +15,8 @@ The two LPs of :mod:`riskengine._csp` then become flows (kernels/network.py):
   protection; its minimum cut gives the duals of the capacity cut;
 * :class:`NetCompletion` -- the cheapest completion / certificate: a minimum-cost flow.
 
-Both have the interface of their LP twins (:class:`riskengine._csp.Intruder`,
-:class:`riskengine._csp._Completion`) and the same optima; where several optima tie
+Both have the interface of their LP twins (:class:`riskengine._csp_lp.Intruder`,
+:class:`riskengine._csp_lp.LPCompletion`) and the same optima; where several optima tie
 they may return another one.
 """
 
@@ -99,7 +99,7 @@ def _ends(net: Network, s: int, d: int):
 
 
 class NetIntruder:
-    """:class:`riskengine._csp.Intruder` by maximum flows (stopped at the protection)."""
+    """:class:`riskengine._csp_lp.Intruder` by maximum flows (stopped at the protection)."""
 
     def __init__(self, prob):
         self.prob = prob
@@ -160,7 +160,7 @@ class NetIntruder:
 
 
 class NetCompletion:
-    """:class:`riskengine._csp._Completion` by minimum-cost flows."""
+    """:class:`riskengine._csp_lp.LPCompletion` by minimum-cost flows."""
 
     def __init__(self, prob, cols=None, margin: float = 0.0):
         """``cols``: the only cells that may ever move (the clean-up's pattern): the
@@ -176,7 +176,7 @@ class NetCompletion:
 
     def solve(self, supp, task, within: bool = False, basis=None):
         """The cheapest deviation moving ``s`` by ``p`` (``p (1 + margin)`` within the
-        pattern), as :meth:`riskengine._csp._Completion.solve`; None if none exists.
+        pattern), as :meth:`riskengine._csp_lp.LPCompletion.solve`; None if none exists.
         ``basis`` is ignored (flows start from nothing)."""
         prob, c = self.prob, self.cols
         s, d, p = task

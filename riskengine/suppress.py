@@ -27,7 +27,7 @@ binary ``z_j`` per candidate cell (sensitive cells fixed to 1) subject to: for e
 sensitive cell and direction some deviation ``y`` with ``T y = 0``,
 ``-x_j z_j <= y_j <= M_j z_j`` reaches ``y_s = -p`` (resp. ``+q``).  Solved by row
 generation over capacity cuts with the heuristic's pattern as incumbent
-(:func:`riskengine._csp.optimal`): gap 0, or at ``time_limit`` the best protecting
+(:func:`riskengine._csp_optimal.optimal`): gap 0, or at ``time_limit`` the best protecting
 pattern found with its proven gap (``release.info["status"]``, ``["gap"]``).
 
 Every returned pattern is audited by the LP audit (:func:`riskengine.audit.intervals`,
@@ -45,7 +45,7 @@ import time
 import numpy as np
 import xarray as xr
 
-from . import _csp
+from . import _csp, _csp_optimal
 from . import _validate as V
 from .audit import intervals, protection_tol
 from .linear import cell_values, tabular_system
@@ -162,7 +162,7 @@ def _pattern(table, sensitive, protection, method, cost, groups, suppress_zeros,
     if method == "optimal":
         # the limit covers the whole call: the heuristic's pattern came first
         left = None if time_limit is None else time_limit - (time.perf_counter() - t_start)
-        mask, res = _csp.optimal(prob, mask, left)
+        mask, res = _csp_optimal.optimal(prob, mask, left)
         info = {"status": res["status"], "gap": res["gap"],
                 "lower_bound": res["lower_bound"],
                 "rounds": res["rounds"], "cuts": res["cuts"]}

@@ -297,7 +297,7 @@ def test_row_generation_matches_explicit_milp(case):
     # two formulations of the same optimum: the row-generation solver used by
     # rk.suppress and one explicit MILP with a deviation vector per protection task
     # (2-D tables by flows and, cases 5 and 7, by LPs)
-    from riskengine import _csp
+    from riskengine import _csp, _csp_optimal
     rng = np.random.default_rng(300 + case)
     shape = (4, 5) if case % 2 else (3, 3, 2)
     x, sens, prot = random_case(rng, shape, 2 + case % 2)
@@ -307,8 +307,8 @@ def test_row_generation_matches_explicit_milp(case):
                        route="lp" if case in (5, 7) else "auto")
     assert (prob.net is not None) == (len(shape) == 2 and case not in (5, 7))
     heur = _csp.cleanup(prob, _csp.heuristic(prob))
-    a, info = _csp.optimal(prob, heur)
-    b = _csp.optimal_explicit(prob)
+    a, info = _csp_optimal.optimal(prob, heur)
+    b = _csp_optimal.optimal_explicit(prob)
     assert info["status"] == "optimal" and info["gap"] == 0.0
     assert abs(prob.w[a].sum() - prob.w[b].sum()) < 1e-6 * prob.w.sum()
     assert prob.w[heur].sum() >= prob.w[a].sum() - 1e-9

@@ -132,8 +132,13 @@ class NetIntruder:
             cut = self._sparse_cut(s, p, fwd, bwd, src, snk, cut)
         y = flow
         y[s] = d * value
-        u = net.sign * cut[: net.sign.size]
-        return value, y, u
+        # duals = node potentials (1 on the source side), shifted so that the ground node,
+        # which has no equation, sits at 0
+        n_rows = net.sign.size
+        pot = cut[:n_rows].astype(float)
+        if net.n_nodes > n_rows:
+            pot -= float(cut[n_rows])
+        return value, y, net.sign * pot
 
     def _sparse_cut(self, s, p, fwd, bwd, src, snk, cut):
         """Among the minimum cuts, one crossing few cells: the capacity cut of a cut

@@ -225,11 +225,14 @@ def test_flow_route_matches_lp_route(case):
     # completions / certificates: flows and LPs agree on random 2-D problems
     rng = np.random.default_rng(1200 + case)
     shape = (int(rng.integers(2, 6)), int(rng.integers(2, 6)))
+    if case % 5 == 4:
+        shape = shape[:1] + (1,) if case % 2 else (int(rng.integers(3, 8)),)   # ground node
+    dims = ("a", "b")[: len(shape)]
     x, sens, prot = random_case(rng, shape, int(rng.integers(1, 4)), zeros=0.15)
     totals = case % 3 == 0
     kw = {"suppress_totals": totals}
-    net = csp_problem(x, sens, prot, 0.5 * prot + 1, ("a", "b"), **kw)
-    lp = csp_problem(x, sens, prot, 0.5 * prot + 1, ("a", "b"), route="lp", **kw)
+    net = csp_problem(x, sens, prot, 0.5 * prot + 1, dims, **kw)
+    lp = csp_problem(x, sens, prot, 0.5 * prot + 1, dims, route="lp", **kw)
     assert net.net is not None and lp.net is None
     ni, li = _csp.make_intruder(net), _csp.make_intruder(lp)
     ni.sparse_cuts = True

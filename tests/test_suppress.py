@@ -143,6 +143,31 @@ def test_optimal_matches_brute_force(cost, case):
     assert w[pattern(heur)].sum() >= best - 1e-6
 
 
+@pytest.mark.parametrize("case", range(6))
+def test_ground_node_structures_match_brute_force(case):
+    # structures whose network needs a ground node (a cell in one equation only): a
+    # 1-D table with its total and a 2-D table with row totals only
+    rng = np.random.default_rng(60 + case)
+    if case % 2 == 0:
+        x, sens, prot = random_case(rng, (int(rng.integers(3, 7)),), 1 + case % 3)
+        t = rk.Table(x, dims=("v",))
+        sums = [(np.ones(x.shape, bool), x.sum())]
+    else:
+        x, sens, prot = random_case(rng, (3, 4), 1 + case % 3)
+        t = rk.Table(x, dims=("v", "w"), margins=[("v",)])
+        sums = [r for r in sums_2d(x) if r[0].sum() == x.shape[1]]      # rows only
+    best = brute_force_optimum(x, sens, prot, prot, x, sums)
+    for method in ("heuristic", "optimal"):
+        rel = rk.suppress(t, sens, prot, method=method)
+        supp = pattern(rel)
+        assert independently_protected(x, supp, sens, prot, prot, sums)
+        if method == "optimal":
+            assert rel.info["status"] == "optimal"
+            assert abs(x[supp].sum() - best) < 1e-6
+        else:
+            assert x[supp].sum() >= best - 1e-6
+
+
 def test_seed004_table1_optimal_pattern():
     # seed 004 §3.1 "Complementary cell suppression, Example": Table 1 (4x5 with totals),
     # 4 disclosure cells each needing protection 50 % of its value; the ideal pattern

@@ -426,16 +426,9 @@ class _Certificates:
         best = int(np.argmin(np.abs(C) @ wc))
         return C[best], float(res[best])
 
-    def valid(self, k, supp) -> bool:
-        """Whether task ``k``'s certificate proves it within ``supp`` (:func:`proves`)."""
-        if k in self.unproven:
-            return False
-        y = np.zeros(self.prob.n)
-        y[self.cols] = self.Y[k]
-        return proves(self.prob, y, self.tasks[k], supp, 1.0)
-
     def valid_all(self, supp) -> np.ndarray:
-        """:meth:`valid` of every task at once (the same tests, vectorised)."""
+        """Whether each task's certificate proves it within ``supp``: the tests of
+        :func:`proves`, vectorised over the tasks."""
         Y, p = self.Y, self.p
         tol = (1e-9 * p)[:, None]
         s = self.pos[[t[0] for t in self.tasks]]

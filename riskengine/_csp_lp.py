@@ -22,7 +22,16 @@ from ._highs import run as _run
 if TYPE_CHECKING:
     from ._csp import Problem
 
-__all__ = ["Intruder", "LPCompletion"]
+__all__ = ["Intruder", "LPCompletion", "clip_pattern"]
+
+
+def clip_pattern(z) -> np.ndarray:
+    """A pattern for the intruder's bounds ``-x z <= y <= M z``: fractional in the LP
+    relaxation, whose values may stray outside [0, 1] by the solver's tolerance, so
+    clipped (the bounds keep ``y = 0`` feasible) and with dust set to 0."""
+    z = np.clip(np.asarray(z, float), 0.0, 1.0)
+    z[z < 1e-12] = 0.0
+    return z
 
 
 class Intruder:
@@ -44,15 +53,14 @@ class Intruder:
         self._f = 1.0                # unit of the model's bounds
         self._cost_col = None
         self.n_solves = 0
-        self.sparse_cuts = False         # (the flow route's option; the LP's duals are)
+        #: the flow route's option (:class:`riskengine._csp_network.NetIntruder`); the
+        #: LP's duals are used as they come
+        self.sparse_cuts = False
 
-    def pattern(self, z) -> None:
-        """Pattern ``z`` for the next solves (fractional in the LP relaxation, whose
-        values may stray outside [0, 1] by the solver's tolerance: clipped, so that the
-        bounds keep ``y = 0`` feasible)."""
-        z = np.clip(np.asarray(z, float), 0.0, 1.0)
-        z[z < 1e-12] = 0.0
-        self._z = z
+    def pattern(self, z) -> np.ndarray:
+        """Pattern ``z`` for the next solves (:func:`clip_pattern`); returns it."""
+        self._z = clip_pattern(z)
+        return self._z
 
     def _bounds(self, f: float) -> None:
         p, z = self.prob, self._z

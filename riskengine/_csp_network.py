@@ -29,6 +29,8 @@ import scipy.sparse as sp
 
 from kernels.network import adjacency, max_flow, min_cost_flow
 
+from ._csp_lp import clip_pattern
+
 __all__ = ["NetCompletion", "NetIntruder", "Network", "network_form"]
 
 
@@ -110,10 +112,10 @@ class NetIntruder:
         #: cuts; one more maximum flow per unprotected task)
         self.sparse_cuts = False
 
-    def pattern(self, z) -> None:
-        z = np.clip(np.asarray(z, float), 0.0, 1.0)
-        z[z < 1e-12] = 0.0
-        self._z = z
+    def pattern(self, z) -> np.ndarray:
+        """Pattern ``z`` for the next solves (:func:`clip_pattern`); returns it."""
+        self._z = clip_pattern(z)
+        return self._z
 
     def move(self, s: int, d: int, p: float = 1.0):
         """``(d * y_s, y, duals)``: a deviation that moves ``s`` by ``p`` in direction
@@ -135,6 +137,10 @@ class NetIntruder:
         # duals = node potentials (1 on the source side), shifted so that the ground node,
         # which has no equation, sits at 0
         n_rows = net.sign.size
+        if own < p and value >= limit:
+            # the cell's own room is what stops it (the last search reached the sink: no
+            # cut); zero duals give the cut on the cell alone, as the LP's would
+            return value, y, np.zeros(n_rows)
         pot = cut[:n_rows].astype(float)
         if net.n_nodes > n_rows:
             pot -= float(cut[n_rows])

@@ -159,8 +159,7 @@ def optimal(prob: Problem, incumbent, time_limit: float | None = None):
     proven = np.zeros(len(tasks), bool)
 
     def separate(z):
-        intr.pattern(z)
-        z = intr._z
+        z = intr.pattern(z)
         lo, hi = -prob.x * z, prob.M * z
         cuts = []
         for k, task in enumerate(tasks):

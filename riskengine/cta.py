@@ -267,11 +267,8 @@ def _finish(prep: _Problem, y, dirs, status, gap, mech) -> CTAResult:
     adj_int = np.maximum(a[: system.n_interior] + y[: system.n_interior], 0.0)
     adj = system.vector(adj_int.reshape(system.shape)).astype(float)
     y = adj - a
-    parts = system.split(adj)
-    margins = {b.keep: parts[(b.keep, None)] for b in system.blocks[1:] if b.grouped is None}
-    subtotals = {b.keep: parts[(b.keep, b.grouped)] for b in system.blocks
-                 if b.grouped is not None}
-    release = Release(published=parts[(system.dims, None)], margins=margins, mechanism=mech,
+    interior, margins, subtotals = system.release_parts(adj)
+    release = Release(published=interior, margins=margins, mechanism=mech,
                       dims=table.dims, coords=table.coords, kind="magnitude",
                       groups=system.groups or None, subtotals=subtotals or None)
     adjustment = xr.DataArray(y[: system.n_interior].reshape(system.shape), dims=table.dims,

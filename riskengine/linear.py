@@ -130,6 +130,17 @@ class TabularSystem:
             raise ValueError(f"cell vector must have length {self.n_var}, got shape {x.shape}")
         return {(b.keep, b.grouped): x[b.slice].reshape(b.shape) for b in self.blocks}
 
+    def release_parts(self, x) -> tuple:
+        """``(interior, margins, subtotals)`` of a cell vector in the form
+        :class:`riskengine.Release` takes them: ``margins`` keyed by the dims each total
+        keeps, ``subtotals`` by the dims of each grouped block (empty without groups)."""
+        parts = self.split(x)
+        margins = {b.keep: parts[(b.keep, None)] for b in self.blocks[1:]
+                   if b.grouped is None}
+        subtotals = {b.keep: parts[(b.keep, b.grouped)] for b in self.blocks
+                     if b.grouped is not None}
+        return parts[(self.dims, None)], margins, subtotals
+
     def labels(self) -> list:
         """A readable label per variable: ``interior[1, 2]``, ``total(v)[0]``, ..."""
         out = []

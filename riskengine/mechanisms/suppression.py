@@ -90,11 +90,8 @@ class CellSuppression(Mechanism):
         pub = np.where(mask, np.nan, x)
         if table.kind == "count" and not mask.any():
             pub = pub.astype(np.int64)
-        parts = system.split(pub)
-        margins = {b.keep: parts[(b.keep, None)] for b in system.blocks[1:] if b.grouped is None}
-        subtotals = {b.keep: parts[(b.keep, b.grouped)] for b in system.blocks
-                     if b.grouped is not None}
-        rel = Release(published=parts[(system.dims, None)], margins=margins, mechanism=self,
+        interior, margins, subtotals = system.release_parts(pub)
+        rel = Release(published=interior, margins=margins, mechanism=self,
                       dims=table.dims, coords=table.coords, kind=table.kind,
                       groups=system.groups or None, subtotals=subtotals or None)
         n_int = system.n_interior

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 import riskengine as rk
-from riskengine import _tabledp
+from riskengine.inference import table_dp as _tabledp
 
 KINDS = [("margins only", None, 2), ("margins only", None, 5), ("margins only", None, 20),
          ("rounding", 3, 20), ("rounding", 5, 20)]
@@ -40,7 +40,8 @@ def make_release(kind, base, mean, n, seed=0):
 
 
 def windows(rel):
-    return rel.mechanism._windows(rel, rk.priors.Uniform())
+    """The DP's windows of the release (its first route is the table DP)."""
+    return rel.mechanism.routes[0].prepared(rel, rk.priors.Uniform())[1]
 
 
 def _fmt_n(x):
@@ -68,7 +69,7 @@ def main(argv=None):
     head = ("release", "n", "cell mean", "candidates", "states (largest / total)", "count s",
             "posterior + count s")
     rows = []
-    lim = _tabledp._MAX_STATES
+    lim = 2e8                  # stored states: the memory this table was first measured at
     for n in args.ns:
         for kind, base, mean in KINDS:
             label = kind if base is None else f"{kind} base {base}"

@@ -13,8 +13,8 @@ riskengine then protects the same table with the same sensitive cells and the sa
 ``suppress_totals=True`` when a total is sensitive), by its heuristic and its optimal
 method (row generation; at the time limit the best pattern found, with its proven gap).
 Every pattern, tau-Argus's included (which may also suppress totals), is audited by
-riskengine's LP audit (:func:`riskengine.audit.intervals`): under-protected sensitive
-cells, exact disclosures, cells and value suppressed, seconds.
+riskengine's LP audit (:func:`riskengine.magnitude.intervals.intervals`): under-protected
+sensitive cells, exact disclosures, cells and value suppressed, seconds.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import riskengine as rk
-from riskengine.audit import intervals, protection_tol
-from riskengine.linear import tabular_system
+from riskengine.magnitude.intervals import intervals, protection_tol
+from riskengine.tabular import tabular_system
 
 VENV = ROOT / "benchmarks" / ".venv-tauargus"
 RULES = "P(15,1)|FREQ(3,10)"

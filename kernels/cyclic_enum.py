@@ -1,6 +1,6 @@
 """Streaming exact enumeration of cyclic-perturbation sign vectors.
 
-Plain arrays in, plain arrays out.  The caller (``riskengine.mechanisms.cyclic``)
+Plain arrays in, plain arrays out.  The caller (``riskengine.inference.cyclic_enumerate``)
 describes the problem in *group* form: cells whose rows of the cycle matrix are
 identical (same cycles, same signs) form one group; they move together, so one
 integer offset per group is the whole state of the walk.
@@ -68,11 +68,13 @@ differs, so results agree to rounding):
   entries, or more than 3^m / 4, when building them would cost more than it
   saves), use the offset-based walk (``_gwalk``): the direct implementation of
   the description above, with flat indices and a straight-line bottom of three
-  cycles.  The tables are built once per problem and kept for the caller's
-  next call (it walks one problem in several chunks of branches).
+  cycles.  The tables are built once per problem (``prepare``); the caller keeps them for
+  its next call (it walks one problem in several chunks of branches).
 """
 
 from __future__ import annotations
+
+from collections import namedtuple
 
 import numba
 import numpy as np
@@ -898,23 +900,36 @@ def _prepare(cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_ptr, fin_grp, rule
     return (epw, bcode, qt, fin_coef, Fs, ow0) + lut
 
 
-_prepared = [None]    # (key, tables) of the last problem: the caller walks one problem
-                      # in several calls (chunks of branches); replaced as one object
+#: the problem in group form (see the module docstring), as the walks take it
+Problem = namedtuple("Problem", "cyc_ptr cyc_grp cyc_coef pmin F Fok K fin_ptr fin_grp rule "
+                                "alpha beta gamma")
+#: what the walk does about distinct tables: lattice vectors of the canonical test, or
+#: (``key_mode``) one integer key per valid leaf written to ``keys`` from ``key_starts``
+Canon = namedtuple("Canon", "zset key_mode pivots key_base keys key_starts")
 
 
-def enumerate_cyclic(prefixes, cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_ptr, fin_grp,
-                     rule, alpha, beta, gamma, zset, key_mode, pivots, key_base, keys, key_starts):
-    """Walk every branch in ``prefixes`` (one row of forced first choices each), in parallel.
+def lut_limit(m: int, key_mode: bool) -> int:
+    """Largest table walk (entries) worth building for m cycles; 0: walk on offsets.  An
+    entry costs about as much as walking a few leaves the other way, so at most 3^m / 4
+    and never more than ``_LUT_LIMIT``; key mode always walks on offsets."""
+    return 0 if key_mode else min(_LUT_LIMIT, max(4096, 3 ** m // 4))
 
-    Choices are 0, 1, 2 for e = +1, 0, -1.  Returns (Hg summed over branches,
-    per-branch total mass, per-branch valid counts, per-branch canonical counts).
 
-    The compiled parts are small on purpose (compile time): this wrapper prepares the
-    problem's tables (kept for the next call on the same problem), splits the branches
-    into tasks, lets ``_run_par`` walk them and ``_finish`` sum up.  The table walk is
-    used when its tables are small: at most ``_LUT_LIMIT`` entries and (building an entry
-    costs about as much as walking a few leaves the other way) at most 3^m / 4; key mode
-    always walks on offsets.
+def prepare(pb: Problem, limit: int) -> tuple:
+    """The tables of a problem that every walk over its branches uses (see ``walk``)."""
+    return _prepare(pb.cyc_ptr, pb.cyc_grp, pb.cyc_coef, pb.pmin, pb.F, pb.Fok, pb.K,
+                    pb.fin_ptr, pb.fin_grp, pb.rule, pb.alpha, pb.beta, pb.gamma, limit)
+
+
+def walk(prefixes, pb: Problem, canon: Canon, tab: tuple) -> tuple:
+    """Walk every branch in ``prefixes`` (one row of forced first choices each), in parallel,
+    with the tables ``tab = prepare(pb, limit)``.
+
+    Choices are 0, 1, 2 for e = +1, 0, -1.  Returns (Hg summed over branches, per-branch
+    total mass, per-branch valid counts, per-branch canonical counts).
+
+    The compiled parts are small on purpose (compile time): this wrapper splits the
+    branches into tasks, lets ``_run_par`` walk them and ``_finish`` sum up.
 
     Threads: the tasks are dealt round-robin to S slots (task t to slot t % S), each with
     its own accumulators, rows padded apart (no false sharing).  The threads claim whole
@@ -922,23 +937,12 @@ def enumerate_cyclic(prefixes, cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_
     tasks, costs no waiting; and as every slot is walked in a fixed order and the slots
     are summed in a fixed order, the result does not depend on the timing.
     """
-    m = cyc_ptr.shape[0] - 1
-    G, W = F.shape
-    limit = 0 if key_mode else min(_LUT_LIMIT, max(4096, 3 ** m // 4))
-    key = (cyc_ptr.tobytes(), cyc_grp.tobytes(), cyc_coef.tobytes(), pmin.tobytes(),
-           F.tobytes(), Fok.tobytes(), F.shape, int(K), fin_ptr.tobytes(), fin_grp.tobytes(),
-           int(rule), float(alpha), float(beta), float(gamma), limit)
-    last = _prepared[0]
-    if last is not None and last[0] == key:
-        tab = last[1]
-    else:
-        tab = _prepare(cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_ptr, fin_grp, rule,
-                       alpha, beta, gamma, limit)
-        _prepared[0] = (key, tab)
+    m = pb.cyc_ptr.shape[0] - 1
+    G, W = pb.F.shape
     lut, base, vbase = tab[6], tab[9], tab[10]
     nent = int(base[m]) if lut else 1
     n0 = int(vbase[1]) if lut else 1
-    tprefix, sub = _tasks(prefixes, m, key_mode)
+    tprefix, sub = _tasks(prefixes, m, canon.key_mode)
     ntask = tprefix.shape[0]
     nth = max(1, min(numba.get_num_threads(), ntask))
     S = min(ntask, 32)
@@ -949,13 +953,14 @@ def enumerate_cyclic(prefixes, cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_
     W0t = np.zeros((S, n0 + 16))
     tres = np.zeros((ntask, 3))
     counter = np.zeros(16, np.int64)
-    zT, zsh, zs, zsf = _zshift(zset, tab[16], tab[17], tab[18], cyc_ptr, cyc_grp, cyc_coef,
-                               fin_ptr, fin_grp, G)
-    _run_par(nth, counter, S, tprefix, sub, cyc_ptr, cyc_grp, cyc_coef, G, K, fin_ptr, fin_grp,
-             zT, zsh, zs, zsf, key_mode, pivots, key_base, keys, key_starts, Ht, Lt, W0t, tres,
-             *tab)
-    return _finish(prefixes.shape[0], sub, tres, Ht, Lt, W0t, G, W, K, cyc_ptr, cyc_grp,
-                   cyc_coef, fin_ptr, fin_grp, lut, tab[7], tab[8], base, tab[13])
+    zT, zsh, zs, zsf = _zshift(canon.zset, tab[16], tab[17], tab[18], pb.cyc_ptr, pb.cyc_grp,
+                               pb.cyc_coef, pb.fin_ptr, pb.fin_grp, G)
+    _run_par(nth, counter, S, tprefix, sub, pb.cyc_ptr, pb.cyc_grp, pb.cyc_coef, G, pb.K,
+             pb.fin_ptr, pb.fin_grp, zT, zsh, zs, zsf, canon.key_mode, canon.pivots,
+             canon.key_base, canon.keys, canon.key_starts, Ht, Lt, W0t, tres, *tab)
+    return _finish(prefixes.shape[0], sub, tres, Ht, Lt, W0t, G, W, pb.K, pb.cyc_ptr,
+                   pb.cyc_grp, pb.cyc_coef, pb.fin_ptr, pb.fin_grp, lut, tab[7], tab[8], base,
+                   tab[13])
 
 
 @njit

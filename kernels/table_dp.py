@@ -424,7 +424,8 @@ def run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_sta
     if derived and (rsizes[0] != 1).any() or (derived and col_start_sums[0] != roffs[0].sum()):
         return res                     # derived: one start state, and it must be live
     L = int(limbs)
-    sizes = [(int(per[t]), int(csizes[t])) for t in range(len(steps) + 1)]
+    # per[t] counts stored states over both axes: prefix x line first, column sums second
+    sizes = [(int(per[t]) // int(csizes[t]), int(csizes[t])) for t in range(len(steps) + 1)]
     f1 = np.zeros((1, 1))
     u1 = np.zeros((1, 1, 1), np.uint64)
     a = f1

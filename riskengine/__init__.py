@@ -16,47 +16,53 @@ probabilities and utility.  It also implements the protection methods.
 ('v', 'w', 'value')
 """
 
-from . import cycles, generators, measures, priors, sensitivity
-from ._io import read_csv_long, read_csv_wide, read_netcdf, read_table
-from .audit import audit
-from .compare import compare
-from .contributions import Contributions, contributions
-from .cta import CTAResult, cta
-from .cta_bivariate import cta_bivariate
-from .mechanisms import (
-    BinomialPerturbation,
-    Bootstrap,
-    CellSuppression,
-    ControlledRounding,
-    ControlledTabularAdjustment,
-    CyclicPerturbation,
-    MarginsOnly,
-    Mechanism,
-    exact_bounds,
-    frechet_bounds,
+# this block also loads the deprecated module paths (riskengine.linear, .audit, .suppress,
+# .cta, .cta_bivariate, .sensitivity, .contributions) before the functions of the same names
+# are bound below, so that importing them later cannot rebind rk.audit & co. to modules
+from . import (  # noqa: F401
+    audit,
+    contributions,
+    cta,
+    cta_bivariate,
+    cycles,
+    generators,
+    linear,
+    priors,
+    sensitivity,
+    suppress,
+    tabular,
 )
+from . import mechanisms as _mechanisms
+from ._io import read_csv_long, read_csv_wide, read_netcdf, read_table
+from ._version import __version__
+from .mechanisms import Mechanism
 from .posterior import Posterior, count_candidates, posterior
 from .release import Release
-from .simulate import simulate
-from .suppress import suppress
 from .table import Table
 
-__version__ = "0.1.0"
+# every mechanism class and functional form (rk.suppress, rk.cta, rk.frechet_bounds, ...):
+# a new mechanism module's __all__ lands here without an edit
+globals().update(_mechanisms.load())
+
+from . import measures
+from .compare import compare
+from .magnitude import sensitivity  # noqa: F811
+from .magnitude.audit import audit  # noqa: F811
+from .magnitude.contributions import Contributions, contributions  # noqa: F811
+from .simulate import simulate
 
 __all__ = [  # noqa: RUF022  (grouped by topic, not sorted)
     # tables, releases, inference
-    "Table", "Release", "Posterior", "posterior", "count_candidates", "priors",
-    "read_table", "read_csv_long", "read_csv_wide", "read_netcdf",
-    # mechanisms
-    "Mechanism", "CyclicPerturbation", "cycles", "ControlledRounding", "MarginsOnly",
-    "frechet_bounds", "exact_bounds", "Bootstrap", "BinomialPerturbation",
-    "ControlledTabularAdjustment",
+    "Table", "Release", "Posterior", "posterior", "count_candidates", "priors", "tabular",
+    "read_table", "read_csv_long", "read_csv_wide", "read_netcdf", "__version__",
+    # mechanisms (and below, every name a mechanism module exports)
+    "Mechanism", "cycles",
     # magnitude tables
-    "contributions", "Contributions", "sensitivity", "suppress", "audit", "CellSuppression",
-    "cta", "cta_bivariate", "CTAResult",
+    "contributions", "Contributions", "sensitivity", "audit",
     # the three uses
     "measures", "compare", "simulate", "generators", "plots", "write_report",
 ]
+__all__ += sorted(_mechanisms.EXPORTS)  # noqa: PLE0605  (the mechanism modules' names)
 
 
 def __getattr__(name):

@@ -52,14 +52,13 @@ from pathlib import Path
 
 import numpy as np
 
-from . import cycles, generators, priors
+from . import generators, priors
 from ._io import read_table
-from .mechanisms import REGISTRY
+from .mechanisms._base import lookup
 from .table import Table
 
 COMPARE_KEYS = ("seed", "draws", "level", "table", "priors", "mechanisms")
 SIMULATE_KEYS = ("seed", "n_tables", "scheduler", "chunk", "generator", "mechanism", "intruder")
-DESIGNS = ("diagonal", "staircase")
 
 
 def load(path) -> tuple[dict, Path]:
@@ -98,38 +97,16 @@ def _table(d: dict, base: Path, where: str) -> Table:
     return Table(np.array(d["values"]), dims=d.get("dims"), coords=d.get("coords"))
 
 
-def mechanism(spec: dict, shape, where: str = "mechanism"):
-    """A mechanism from ``{type, params...}``; ``design`` builds cyclic cycles for ``shape``."""
+def mechanism(spec: dict, shape, where: str = "mechanism", dims=None):
+    """A mechanism from ``{type, params...}`` through the registry (each mechanism's
+    ``from_config``: e.g. ``design`` builds cyclic cycles for ``shape``)."""
     spec = dict(_keys(spec, tuple(spec), where))
     kind = _need(spec, "type", where)
-    if kind not in REGISTRY:
-        raise ValueError(f"unknown mechanism type {kind!r} in {where}; "
-                         f"known: {', '.join(sorted(REGISTRY))}")
     spec.pop("type")
-    design = spec.pop("design", None)
-    if design is not None:
-        if kind != "cyclic":
-            raise ValueError(f"'design' applies to type 'cyclic' only ({where})")
-        spec["cycles"] = _design(design, shape, where)
     try:
-        return REGISTRY[kind](**spec)
-    except TypeError as exc:
-        raise ValueError(f"bad parameters for mechanism {kind!r} in {where}: {exc}") from None
-
-
-def _design(design, shape, where):
-    if design not in DESIGNS:
-        raise ValueError(f"unknown design {design!r} in {where}; known: {', '.join(DESIGNS)}")
-    if len(shape) != 2:
-        raise ValueError(f"design {design!r} needs a 2-D table, got shape {tuple(shape)}; give "
-                         "cycles = [...] instead")
-    n, m = shape
-    if design == "diagonal":
-        if n != m:
-            raise ValueError(f"the diagonal design needs a square table, got {n} x {m}; "
-                             "use design = 'staircase'")
-        return cycles.diagonal(n)
-    return cycles.staircase(n, m)
+        return lookup(kind).from_config(spec, shape=shape, dims=dims)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
 
 
 def _mechanisms(blocks, shape) -> dict:

@@ -22,6 +22,7 @@ the report.  Bad input: exit code 2 and one line on stderr.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from importlib import resources
@@ -29,9 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, cycles, priors
+from . import _config, priors
 from ._io import atomic_write_netcdf, read_table
-from .mechanisms import ControlledRounding, CyclicPerturbation, MarginsOnly
+from ._version import __version__
 from .posterior import _count_text, count_candidates, posterior
 from .release import Release
 
@@ -114,7 +115,7 @@ def _cmd_assess(args) -> int:
     prior = priors.parse(args.prior)
     prog = _Progress("posterior")
     try:
-        post = posterior(rel, prior, route=args.route, progress=prog)
+        post = posterior(rel, prior, route=args.route, progress=prog, memory=args.memory)
     finally:
         prog.close()
     print(_risk_report(post, rel, truth, args.level))
@@ -141,31 +142,28 @@ def _cmd_report(args) -> int:
     return 0
 
 
+#: the protect options of earlier releases: each passes one mechanism parameter
+_LEGACY = ("design", "alpha", "beta", "rule", "base", "method", "likelihood")
+
+
+def _param(text: str) -> tuple:
+    """``key=value`` with the value read as JSON where it parses (numbers, lists, true)."""
+    key, sep, val = text.partition("=")
+    if not sep or not key.strip():
+        raise ValueError(f"--param needs key=value, got {text!r}")
+    try:
+        return key.strip(), json.loads(val)
+    except json.JSONDecodeError:
+        return key.strip(), val
+
+
 def _cmd_protect(args) -> int:
     table = read_table(args.table)
-    rng = np.random.default_rng(args.seed)
-    if args.mechanism == "cyclic":
-        if table.ndim != 2:
-            raise ValueError("protect --mechanism cyclic builds its design for 2-D tables; "
-                             "for k-D tables build the release in Python with your cycles")
-        n, m = table.shape
-        if args.design == "diagonal":
-            if n != m:
-                raise ValueError(f"the diagonal design needs a square table, got {n} x {m}; "
-                                 "use --design staircase")
-            c = cycles.diagonal(n)
-        elif args.design == "staircase":
-            c = cycles.staircase(n, m)
-        else:
-            raise ValueError(f"unknown design {args.design!r}; known: diagonal, staircase")
-        mech = CyclicPerturbation(c, alpha=args.alpha, beta=args.beta, rule=args.rule)
-    elif args.mechanism == "rounding":
-        mech = ControlledRounding(args.base, method=args.method, likelihood=args.likelihood)
-    elif args.mechanism == "margins":
-        mech = MarginsOnly()
-    else:
-        raise ValueError(f"unknown mechanism {args.mechanism!r}; known: cyclic, rounding, margins")
-    rel = mech.protect(table, rng)
+    params = dict(_param(p) for p in args.param or ())
+    params.update({k: getattr(args, k) for k in _LEGACY if getattr(args, k) is not None})
+    mech = _config.mechanism({"type": args.mechanism, **params}, table.shape,
+                             f"--mechanism {args.mechanism}", dims=table.dims)
+    rel = mech.protect(table, np.random.default_rng(args.seed))
     if args.out:
         rel.save(args.out)
         print(f"release written to {args.out}")
@@ -176,7 +174,7 @@ def _cmd_protect(args) -> int:
 
 def _cmd_count(args) -> int:
     rel = Release.load(args.release)
-    print(count_candidates(rel, priors.parse(args.prior)))
+    print(count_candidates(rel, priors.parse(args.prior), route=args.route, memory=args.memory))
     return 0
 
 
@@ -189,7 +187,6 @@ def _maybe_report(args, ds, path) -> None:
 
 
 def _cmd_compare(args) -> int:
-    from . import _config
     from .compare import compare
     cfg, base = _config.load(args.config or _bundled("compare_example.toml"))
     kw = _config.compare_args(cfg, base)
@@ -225,7 +222,6 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_simulate(args) -> int:
-    from . import _config
     from .simulate import calibration, simulate
     cfg, base = _config.load(args.config or _bundled("simulate_example.toml"))
     kw = _config.simulate_args(cfg, base)
@@ -277,26 +273,37 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output folder (posterior.nc, report.html and its PNGs)")
     a.add_argument("--no-report", dest="report", action="store_false",
                    help="write posterior.nc only, no HTML report and plots")
-    a.add_argument("--route", default="auto", help="inference route (auto, structured, enumerate)")
+    a.add_argument("--route", default="auto",
+                   help="inference route (default auto: the first that applies and fits)")
+    a.add_argument("--memory", help="memory budget, e.g. 8GB (default: half the available)")
     a.add_argument("--level", type=float, default=0.95, help="credible level")
     a.set_defaults(func=_cmd_assess)
     pr = sub.add_parser("protect", help="protect a table, write the release JSON")
     pr.add_argument("table")
-    pr.add_argument("--mechanism", default="cyclic", help="cyclic | rounding | margins")
-    pr.add_argument("--design", default="diagonal", help="diagonal (square) | staircase (n x m)")
-    pr.add_argument("--alpha", type=float, default=0.25)
-    pr.add_argument("--beta", type=float, default=0.25)
-    pr.add_argument("--rule", default="negative", help="negative | any_zero")
-    pr.add_argument("--base", type=int, default=3, help="rounding base")
-    pr.add_argument("--method", default="unbiased", help="rounding: unbiased | optimal")
-    pr.add_argument("--likelihood", default="feasible",
-                    help="rounding likelihood for inference: feasible | unbiased")
+    pr.add_argument("--mechanism", default="cyclic",
+                    help="registered mechanism name (default cyclic; e.g. rounding, margins, "
+                         "bootstrap, binomial)")
+    pr.add_argument("--param", action="append", metavar="KEY=VALUE",
+                    help="a mechanism parameter (repeatable), e.g. --param base=5")
+    pr.add_argument("--design", help="cyclic: diagonal (square, default) | staircase (n x m) | "
+                    "seed003_three_way (4 x 4 x 3)")
+    pr.add_argument("--alpha", type=float, help="cyclic: probability of adding (default 0.25)")
+    pr.add_argument("--beta", type=float, help="cyclic: probability of subtracting "
+                    "(default 0.25)")
+    pr.add_argument("--rule", help="cyclic: negative (default) | any_zero")
+    pr.add_argument("--base", type=int, help="rounding base")
+    pr.add_argument("--method", help="rounding: unbiased (default) | optimal")
+    pr.add_argument("--likelihood",
+                    help="rounding likelihood for inference: feasible (default) | unbiased")
     pr.add_argument("--seed", type=int, default=None, help="random seed (same seed, same release)")
     pr.add_argument("--out", help="release JSON path (default: stdout)")
     pr.set_defaults(func=_cmd_protect)
     c = sub.add_parser("count", help="number of original tables consistent with a release")
     c.add_argument("release")
-    c.add_argument("--prior", default="uniform")
+    c.add_argument("--prior", default="uniform",
+                   help="count only tables this prior allows (e.g. flat:1: every cell >= 1)")
+    c.add_argument("--route", default="auto", help="inference route (default auto)")
+    c.add_argument("--memory", help="memory budget, e.g. 8GB (default: half the available)")
     c.set_defaults(func=_cmd_count)
     cp = sub.add_parser("compare", help="risk and utility of several mechanisms on one table")
     cp.add_argument("config", nargs="?", help="TOML config (default: bundled compare_example)")

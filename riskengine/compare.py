@@ -33,6 +33,7 @@ import numpy as np
 import xarray as xr
 
 from . import measures as M
+from ._seeding import derived_rng, root_entropy
 from .posterior import _prior, posterior
 from .table import Table
 
@@ -57,20 +58,6 @@ _DETAIL_DEF = {
 
 RISK_DEF = ("mean over interior cells of the intruder's Pr(cell = true value | release) "
             "(prob_exact)")
-
-
-def root_entropy(rng: np.random.Generator) -> int:
-    """A 128-bit entropy drawn from ``rng``: the root of every derived seed."""
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError("rng must be a numpy.random.Generator (np.random.default_rng(seed)), "
-                        f"got {type(rng).__name__}")
-    hi, lo = (int(x) for x in rng.integers(0, 2 ** 63, size=2, dtype=np.int64))
-    return (hi << 64) | lo
-
-
-def derived_rng(entropy: int, *key: int) -> np.random.Generator:
-    """The generator of index ``key`` under ``entropy`` (independent of execution order)."""
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy, spawn_key=key)))
 
 
 def _check_mechanisms(mechanisms) -> dict:

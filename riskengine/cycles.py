@@ -12,7 +12,8 @@ import numpy as np
 from . import _validate as V
 from .table import default_margins, margin_closure
 
-__all__ = ["check", "coverage", "diagonal", "elementary_moves", "seed003_three_way", "staircase"]
+__all__ = ["DESIGNS", "check", "coverage", "design", "diagonal", "elementary_moves", "entries",
+           "seed003_three_way", "staircase"]
 
 
 def staircase(n: int, m: int) -> np.ndarray:
@@ -94,6 +95,29 @@ def coverage(cycles: np.ndarray) -> np.ndarray:
     return (np.asarray(cycles) != 0).sum(axis=0)
 
 
+def entries(cycles) -> np.ndarray:
+    """A design's entries as int64 ``(m, *shape)``: integers in {-1, 0, +1}, no cycle all
+    zero, at least one cycle; else ``ValueError`` naming the cycle."""
+    c = np.asarray(cycles)
+    if c.ndim < 2:
+        raise ValueError(f"cycles must have shape (m, *table_shape), got shape {c.shape}")
+    if c.size == 0 or c.shape[0] == 0:
+        raise ValueError("cycles must hold at least one cycle")
+    if not np.issubdtype(c.dtype, np.integer):
+        cf = c.astype(float)
+        if not np.all(np.isfinite(cf)) or not np.all(cf == np.round(cf)):
+            raise ValueError("cycle entries must be integers in {-1, 0, +1}")
+    c = c.astype(np.int64)
+    bad = ~np.isin(c, (-1, 0, 1))
+    if bad.any():
+        k = int(np.argwhere(bad)[0][0])
+        raise ValueError(f"cycle {k} has entry {int(c[bad][0])}; entries must be -1, 0 or +1")
+    for k in range(c.shape[0]):
+        if not c[k].any():
+            raise ValueError(f"cycle {k} is all zero")
+    return c
+
+
 def check(cycles, shape, dims=None, margins=None) -> np.ndarray:
     """Validate a design against a table structure; return it as int64 (m, *shape).
 
@@ -106,24 +130,52 @@ def check(cycles, shape, dims=None, margins=None) -> np.ndarray:
     if c.ndim != len(shape) + 1 or tuple(c.shape[1:]) != shape:
         raise ValueError(f"cycles must have shape (m, {', '.join(map(str, shape))}) to match "
                          f"the table, got {c.shape}")
-    if not np.issubdtype(c.dtype, np.integer) and (
-            not np.all(np.isfinite(c)) or not np.all(c == np.round(c))):
-        raise ValueError("cycle entries must be integers in {-1, 0, +1}")
-    c = c.astype(np.int64)
-    bad = ~np.isin(c, (-1, 0, 1))
-    if bad.any():
-        k = int(np.argwhere(bad)[0][0])
-        raise ValueError(f"cycle {k} has entry {int(c[bad][0])}; entries must be -1, 0 or +1")
+    c = entries(c)
+    return keeps_margins(c, dims, margins)
+
+
+def keeps_margins(c: np.ndarray, dims=None, margins=None) -> np.ndarray:
+    """``c`` (validated entries) if every published margin of every cycle is zero, else
+    ``ValueError`` naming the cycle and the margin it breaks."""
+    shape = c.shape[1:]
     dims = tuple(dims) if dims is not None else tuple(f"dim_{i}" for i in range(len(shape)))
     margins = default_margins(dims) if margins is None else margin_closure(margins, dims)
-    for k in range(c.shape[0]):
-        if not c[k].any():
-            raise ValueError(f"cycle {k} is all zero")
-        for keep in margins:
-            axes = tuple(i for i, d in enumerate(dims) if d not in keep)
-            tot = c[k].sum(axis=axes)
-            if np.any(tot != 0):
-                where = tuple(int(i) for i in np.argwhere(np.atleast_1d(tot) != 0)[0])
-                raise ValueError(f"cycle {k} breaks the published margin {keep}: its total "
-                                 f"at {where} is {int(np.atleast_1d(tot)[where])}, must be 0")
+    for keep in margins:
+        axes = tuple(i + 1 for i, d in enumerate(dims) if d not in keep)
+        tot = c.sum(axis=axes) if axes else c
+        bad = np.atleast_2d(tot.reshape(c.shape[0], -1)) != 0
+        if bad.any():
+            k, j = (int(x) for x in np.argwhere(bad)[0])
+            tshape = tuple(shape[i] for i, d in enumerate(dims) if d in keep)
+            where = np.unravel_index(j, tshape) if tshape else ()
+            where = tuple(int(i) for i in where) if tshape else (0,)
+            val = int(tot.reshape(c.shape[0], -1)[k, j])
+            raise ValueError(f"cycle {k} breaks the published margin {keep}: its total "
+                             f"at {where} is {val}, must be 0")
     return c
+
+
+#: named designs of :func:`design`
+DESIGNS = ("diagonal", "staircase", "seed003_three_way")
+
+
+def design(name: str, shape) -> np.ndarray:
+    """The named design for a table of ``shape``: ``"diagonal"`` (n x n), ``"staircase"``
+    (n x m) or ``"seed003_three_way"`` (4 x 4 x 3)."""
+    V.choice(name, "design", DESIGNS)
+    shape = tuple(int(s) for s in shape)
+    if name == "seed003_three_way":
+        if shape != (4, 4, 3):
+            raise ValueError(f"design 'seed003_three_way' is for 4 x 4 x 3 tables, got shape "
+                             f"{shape}")
+        return seed003_three_way()
+    if len(shape) != 2:
+        raise ValueError(f"design {name!r} needs a 2-D table, got shape {shape}; give the "
+                         "cycles instead")
+    n, m = shape
+    if name == "diagonal":
+        if n != m:
+            raise ValueError(f"the diagonal design needs a square table, got {n} x {m}; "
+                             "use design 'staircase'")
+        return diagonal(n)
+    return staircase(n, m)

@@ -9,7 +9,7 @@ figure by leaving it as the last expression of a cell.
 - :func:`posterior_bars` per-cell posterior pmfs as small multiples
 - :func:`ru_map` the R-U confidentiality map (Duncan et al.) of a ``compare`` result
 - :func:`calibration` claimed ``map_prob`` against the observed ``map_hit`` rate of a
-  ``simulate`` result (:func:`calibration_table` gives the numbers)
+  ``simulate`` result (:func:`riskengine.simulate.calibration` gives the numbers)
 - :func:`hit_rates` each cell's observed MAP hit rate with its interval, and its mean claim
 """
 
@@ -22,7 +22,9 @@ import xarray as xr
 from matplotlib.figure import Figure
 from scipy import stats
 
-__all__ = ["MEASURES", "binomial_interval", "calibration", "calibration_table", "hit_rates",
+from .simulate import calibration as calibration_stats
+
+__all__ = ["MEASURES", "binomial_interval", "calibration", "hit_rates",
            "posterior_bars", "risk_heatmap", "ru_map"]
 
 #: per-cell measures a heatmap can show, with their colour-bar labels
@@ -456,58 +458,13 @@ def binomial_interval(k, n, level: float = 0.95):
     return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi)
 
 
-def calibration_table(sim_ds: xr.Dataset, bins=10, level: float = 0.95) -> xr.Dataset:
-    """Claimed against observed: every (table, cell) binned by its ``map_prob``.
-
-    Returns a Dataset over ``bin`` with ``lower``, ``upper`` (bin edges), ``n``,
-    ``hits``, ``claimed`` (mean ``map_prob`` in the bin), ``observed`` (hit rate)
-    and ``ci_low``, ``ci_high`` (Clopper-Pearson at ``level``).  The intervals treat
-    the cells as independent trials; cells of one table are not quite, so read
-    them as a guide.  Cells with NaN ``map_prob`` are left out.
-    """
-    if not isinstance(sim_ds, xr.Dataset):
-        raise TypeError(f"calibration needs the xarray.Dataset of rk.simulate, got "
-                        f"{type(sim_ds).__name__}")
-    for v in ("map_prob", "map_hit"):
-        if v not in sim_ds:
-            raise ValueError(f"calibration needs a variable {v!r} (the output of rk.simulate)")
-    if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
-        if bins < 1:
-            raise ValueError(f"bins must be >= 1, got {bins}")
-        edges = np.linspace(0.0, 1.0, int(bins) + 1)
-    else:
-        edges = np.asarray(bins, dtype=float)
-        if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) <= 0):
-            raise ValueError(f"bins must be an int or increasing edges, got {bins!r}")
-    p = np.asarray(sim_ds["map_prob"].values, dtype=float).ravel()
-    hit = np.asarray(sim_ds["map_hit"].transpose(*sim_ds["map_prob"].dims).values,
-                     dtype=float).ravel()
-    ok = np.isfinite(p) & np.isfinite(hit)
-    p, hit = p[ok], hit[ok]
-    if np.any((p < edges[0]) | (p > edges[-1])):
-        raise ValueError(f"map_prob outside the bin edges [{edges[0]}, {edges[-1]}]")
-    nb = edges.size - 1
-    b = np.clip(np.searchsorted(edges, p, side="right") - 1, 0, nb - 1)
-    n = np.bincount(b, minlength=nb)
-    hits = np.bincount(b, weights=hit, minlength=nb)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        claimed = np.bincount(b, weights=p, minlength=nb) / n
-        observed = hits / n
-    lo, hi = binomial_interval(hits, n, level)
-    return xr.Dataset(
-        {"lower": ("bin", edges[:-1]), "upper": ("bin", edges[1:]), "n": ("bin", n),
-         "hits": ("bin", hits), "claimed": ("bin", claimed), "observed": ("bin", observed),
-         "ci_low": ("bin", lo), "ci_high": ("bin", hi)},
-        coords={"bin": np.arange(nb)},
-        attrs={"level": level, "interval": "Clopper-Pearson", "n_cells": int(n.sum())})
-
-
 def calibration(sim_ds: xr.Dataset, bins=10, level: float = 0.95) -> Figure:
     """Calibration plot: claimed ``map_prob`` against the observed ``map_hit`` rate.
 
-    Each non-empty bin of :func:`calibration_table` is a point at (mean claimed,
-    observed rate) with its exact binomial interval and its count written beside
-    it; the diagonal is perfect calibration; a lower panel shows the counts.
+    Each non-empty bin of :func:`riskengine.simulate.calibration` is a point at (mean
+    claimed, observed rate) with its count written beside it, and the bar of where a
+    calibrated intruder's rate falls (claimed +- the cluster-robust interval at ``level``);
+    the diagonal is perfect calibration; a lower panel shows the counts.
 
     Examples
     --------
@@ -520,15 +477,15 @@ def calibration(sim_ds: xr.Dataset, bins=10, level: float = 0.95) -> Figure:
     >>> fig.axes[0].get_xlabel()
     'claimed: map_prob (mean in bin)'
     """
-    tab = calibration_table(sim_ds, bins, level)
+    tab = calibration_stats(sim_ds, bins, level)
     fig = Figure(figsize=(6, 6.4), layout="constrained")
     ax, axn = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1])
     ax.plot([0, 1], [0, 1], color="grey", ls="--", lw=1, label="perfect calibration")
     ne = tab["n"].values > 0
     x, y = tab["claimed"].values[ne], tab["observed"].values[ne]
-    err = np.vstack([y - tab["ci_low"].values[ne], tab["ci_high"].values[ne] - y])
-    ax.errorbar(x, y, yerr=err, fmt="o", color="C0", capsize=3,
-                label=f"observed hit rate, {round(level * 100)}% binomial interval")
+    ax.vlines(x, tab["ci_low"].values[ne], tab["ci_high"].values[ne], color="C1", lw=6,
+              alpha=0.35, label=f"calibrated range, {round(level * 100)}% (cluster-robust)")
+    ax.plot(x, y, "o", color="C0", label="observed hit rate")
     for xi, yi, ni in zip(x, y, tab["n"].values[ne]):
         ax.annotate(f"n={int(ni)}", (xi, yi), xytext=(5, -10), textcoords="offset points",
                     fontsize=7, color="#444444")
@@ -565,9 +522,7 @@ def hit_rates(sim_ds: xr.Dataset, level: float = 0.95, max_cells: int = 60) -> F
     >>> len(rk.plots.hit_rates(ds).axes[0].get_xticklabels())
     6
     """
-    calibration_table(sim_ds, 1, level)  # validates the input
-    if "table" not in sim_ds["map_prob"].dims:
-        raise ValueError("hit_rates needs the 'table' dim of rk.simulate's output")
+    calibration_stats(sim_ds, 1, level)  # validates the input
     dims = tuple(d for d in sim_ds["map_prob"].dims if d != "table")
     p = sim_ds["map_prob"].transpose("table", *dims).values.astype(float)
     h = sim_ds["map_hit"].transpose("table", *dims).values.astype(float)

@@ -7,12 +7,16 @@ the ``value`` axis) is built only when asked for.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from . import _validate as V
+from .mechanisms._base import run_count, run_posterior
 from .priors import Prior, Uniform
+from .release import Release
 from .table import Table
 
 __all__ = ["Posterior", "count_candidates", "posterior"]
@@ -202,7 +206,6 @@ def _count_text(n) -> str:
         return "unknown"
     if n.bit_length() < 13000:
         return str(n)
-    import math
     return f"~1e{(n.bit_length() - 1) * math.log10(2):.1f} (exact value in memory)"
 
 
@@ -214,8 +217,14 @@ def _prior(prior) -> Prior:
     return prior
 
 
+def _release(release) -> Release:
+    if not isinstance(release, Release):
+        raise TypeError(f"release must be an rk.Release, got {type(release).__name__}")
+    return release
+
+
 def posterior(release, prior: Prior | None = None, *, route: str = "auto", progress=None,
-              **options) -> Posterior:
+              count: bool = True, memory=None) -> Posterior:
     """Exact posterior of the original table given ``release`` and ``prior``.
 
     Parameters
@@ -223,10 +232,17 @@ def posterior(release, prior: Prior | None = None, *, route: str = "auto", progr
     release : rk.Release
     prior : rk.priors.Prior, default ``Uniform()``
     route : str
-        Inference route; ``"auto"`` picks the fastest exact route the mechanism
-        offers (each mechanism lists its routes; an unknown name is an error).
+        Inference route: ``"auto"`` takes the first of the mechanism's routes (fastest
+        exact first) that applies to this release and fits the memory budget, and says
+        why in ``attrs["route_reason"]``; a route name forces it (an unknown name is an
+        error listing the known ones).
     progress : callable(done, total) or None
         Called as work proceeds on long runs.
+    count : bool
+        Also count the candidates exactly (``n_candidates``; some routes count in the
+        same pass, others need one more).
+    memory : int, float or str, optional
+        The memory budget (bytes, or ``"8GB"``); default: half of the memory available now.
 
     Examples
     --------
@@ -236,18 +252,16 @@ def posterior(release, prior: Prior | None = None, *, route: str = "auto", progr
     >>> post = rk.posterior(rel, rk.priors.Uniform())
     >>> float(post.pmf.sum("value").min()) > 0.999999
     True
+    >>> post.attrs["route"]
+    'structured'
     """
-    from .release import Release
-    if not isinstance(release, Release):
-        raise TypeError(f"release must be an rk.Release, got {type(release).__name__}")
-    return release.mechanism.posterior(release, _prior(prior), route=route, progress=progress,
-                                       **options)
+    return run_posterior(_release(release), _prior(prior), route=route, progress=progress,
+                         count=count, memory=memory)
 
 
-def count_candidates(release, prior: Prior | None = None, **options) -> int:
+def count_candidates(release, prior: Prior | None = None, *, route: str = "auto",
+                     memory=None) -> int:
     """Exact number of original tables consistent with ``release`` (nonzero posterior
-    under ``prior``; default: every nonnegative table)."""
-    from .release import Release
-    if not isinstance(release, Release):
-        raise TypeError(f"release must be an rk.Release, got {type(release).__name__}")
-    return release.mechanism.count_candidates(release, _prior(prior), **options)
+    under ``prior``; default: every nonnegative table); ``route`` and ``memory`` as for
+    :func:`posterior`."""
+    return run_count(_release(release), _prior(prior), route=route, memory=memory)

@@ -14,7 +14,10 @@ import numpy as np
 import xarray as xr
 
 from . import _validate as V
+from ._io import atomic_write_text
+from .mechanisms._base import Mechanism, mechanism_from_dict
 from .table import Table, _clean_coords, default_margins, margin_closure, totals
+from .tabular import _clean_groups, check_equations, tabular_system
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "Release"]
 
@@ -41,7 +44,7 @@ class Release:
     kind : {"count", "magnitude"}, optional
     groups : dict, optional
         One level of subtotals along one dim: ``{dim: [[category indices], ...]}``
-        (the groups partition the categories), as in :func:`riskengine.linear.tabular_system`.
+        (the groups partition the categories), as in :func:`riskengine.tabular.tabular_system`.
     subtotals : dict, optional
         With ``groups``: ``{dims kept: values}`` for every configuration of the
         table's structure (interior included) that keeps the grouped dim, with that
@@ -59,7 +62,6 @@ class Release:
 
     def __init__(self, published=None, margins=None, mechanism=None, dims=None, coords=None,
                  kind: str | None = None, groups=None, subtotals=None):
-        from .mechanisms import Mechanism
         if mechanism is None or not isinstance(mechanism, Mechanism):
             raise TypeError("a Release needs its mechanism (e.g. rk.CyclicPerturbation(...)), "
                             f"got {mechanism!r}")
@@ -149,7 +151,6 @@ class Release:
         return arr
 
     def _clean_groups(self, groups, subtotals):
-        from .linear import _clean_groups
         if not groups:
             if subtotals:
                 raise ValueError("subtotals need the groups they sum (groups=)")
@@ -175,7 +176,6 @@ class Release:
 
     def system(self):
         """The tabular system T x = 0 of this release (structure and subtotal groups)."""
-        from .linear import tabular_system
         return tabular_system(self.dims, self.shape, self.structure, self.groups)
 
     def cell_vector(self, system=None) -> np.ndarray:
@@ -198,7 +198,6 @@ class Release:
     def _check_additivity(self):
         if self._hidden_totals():
             # suppressed totals or subtotals: the general check over T x = 0
-            from .linear import check_equations
             sys_ = self.system()
             check_equations(sys_, self.cell_vector(sys_), what="published cells and totals")
             return
@@ -215,7 +214,6 @@ class Release:
                                          f"to {a} gives {np.asarray(s).tolist()}, but margin {a} "
                                          f"is {np.asarray(self.margins[a]).tolist()}")
         if self.groups:
-            from .linear import check_equations
             sys_ = self.system()
             x = self.cell_vector(sys_)
             if self.published is not None and not self.mechanism.additive:
@@ -309,7 +307,6 @@ class Release:
 
     @classmethod
     def from_dict(cls, d: dict) -> Release:
-        from .mechanisms import mechanism_from_dict
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise ValueError(f"not a riskengine release (format must be {FORMAT!r})")
         ver = d.get("version")
@@ -340,7 +337,6 @@ class Release:
 
     def save(self, path) -> None:
         """Write the release as JSON, atomically."""
-        from ._io import atomic_write_text
         atomic_write_text(path, self.to_json(indent=1))
 
     @classmethod

@@ -23,6 +23,8 @@ import numpy as np
 import xarray as xr
 
 from ._io import atomic_write_bytes
+from ._version import __version__
+from .simulate import calibration
 
 __all__ = ["KINDS", "KIND_ATTR", "describe_release", "render_report", "write_report"]
 
@@ -94,7 +96,6 @@ class _Doc:
                  f"<figcaption>{_e(caption)} ({_e(name)}.png)</figcaption></figure>")
 
     def html(self) -> str:
-        from . import __version__
         return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                 f"<title>{_e(self.title)}</title><style>{_CSS}</style></head><body>"
                 f"<h1>{_e(self.title)}</h1>" + "".join(self.parts)
@@ -302,18 +303,23 @@ def _simulate(doc: _Doc, ds: xr.Dataset) -> None:
     doc.add("<h2>Summary</h2>" + _table(["quantity", "value"], nums))
     doc.add("<h2>Calibration</h2>")
     doc.figure("calibration", plots.calibration(ds),
-               "claimed Pr(MAP) against the observed hit rate, per bin; bars are exact 95% "
-               "binomial intervals, n the number of cells in the bin")
-    tab = plots.calibration_table(ds)
+               "claimed Pr(MAP) against the observed hit rate, per bin, with the range a "
+               "calibrated intruder's rate falls in (95%, cluster-robust); n the number of "
+               "cells in the bin")
+    tab = calibration(ds)
     rows = [[f"[{tab['lower'].values[b]:.2f}, {tab['upper'].values[b]:.2f}]",
              int(tab["n"].values[b]), _num(tab["claimed"].values[b], 4),
              _num(tab["observed"].values[b], 4),
-             f"[{tab['ci_low'].values[b]:.3f}, {tab['ci_high'].values[b]:.3f}]"]
+             f"[{tab['ci_low'].values[b]:.3f}, {tab['ci_high'].values[b]:.3f}]",
+             _num(tab["z"].values[b], 2)]
             for b in range(tab.sizes["bin"]) if tab["n"].values[b] > 0]
-    doc.add(_table(["map_prob bin", "cells", "mean claimed", "observed hit rate", "95% CI"],
-                   rows))
-    doc.add('<p class="note">Intervals treat cells as independent trials; cells of one '
-            "table are correlated, so read them as a guide.</p>")
+    doc.add(_table(["map_prob bin", "cells", "mean claimed", "observed hit rate",
+                    "calibrated 95% range", "z"], rows))
+    gap = tab.attrs["overall_observed"] - tab.attrs["overall_claimed"]
+    doc.add('<p class="note">The same statistic the command line prints: the standard error '
+            "is cluster-robust (tables are independent, the cells of one table are not); "
+            f"over all cells, observed - claimed = {gap:+.4f}, "
+            f"z = {tab.attrs['overall_z']:+.2f}.</p>")
     doc.add("<h2>Hit rate by cell</h2>")
     doc.figure("hit_rates", plots.hit_rates(ds), "each cell's MAP hit rate with its exact 95% "
                "binomial interval, and the mean claimed map_prob (x)")

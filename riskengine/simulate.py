@@ -17,13 +17,15 @@ the ``map_hit`` rate: the intruder's claimed vs observed success.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
+from scipy import stats
 
 from . import _validate as V
-from .compare import derived_rng, root_entropy
+from ._seeding import derived_rng, root_entropy
 from .posterior import _prior, posterior
 
 __all__ = ["calibration", "simulate"]
@@ -245,15 +247,19 @@ def _describe(obj) -> str:
     return f() if callable(f) else repr(obj)
 
 
-def calibration(ds: xr.Dataset, bins: int = 10) -> xr.Dataset:
+def calibration(ds: xr.Dataset, bins=10, level: float = 0.95) -> xr.Dataset:
     """Claimed (mean ``map_prob``) vs observed (mean ``map_hit``) per ``map_prob`` bin.
 
     With the intruder's model right, E[map_hit | release] = map_prob cell by cell,
     so every bin's difference has mean 0.  Tables are independent, cells within a
     table are not: the standard error is cluster-robust,
     se = sqrt(sum_t D_t^2) / n_bin with D_t = sum over the bin's cells of table t of
-    (map_hit - map_prob); ``z = (observed - claimed) / se``.  The same statistic over
-    all cells is in ``attrs`` (``overall_*``).
+    (map_hit - map_prob); ``z = (observed - claimed) / se``; ``ci_low`` / ``ci_high`` is
+    the interval ``claimed +- q se`` (q the normal quantile of ``level``) that a
+    calibrated intruder's observed rate falls in.  The same statistic over all cells is
+    in ``attrs`` (``overall_*``).  ``bins``: a number of equal bins on [0, 1] or
+    increasing edges (the right edge belongs to the last bin).  Cells with NaN
+    ``map_prob`` are left out.
 
     Examples
     --------
@@ -264,39 +270,69 @@ def calibration(ds: xr.Dataset, bins: int = 10) -> xr.Dataset:
     >>> float(cal["observed"].sel(bin=1)), float(cal["claimed"].sel(bin=1))
     (0.5, 0.5)
     """
-    bins = V.integer(bins, "bins", 1)
+    if not isinstance(ds, xr.Dataset):
+        raise TypeError(f"calibration needs the xarray.Dataset of rk.simulate, got "
+                        f"{type(ds).__name__}")
     for k in ("map_prob", "map_hit"):
         if k not in ds:
             raise ValueError(f"calibration needs variable {k!r} (an rk.simulate dataset)")
-    p = ds["map_prob"].values.reshape(ds.sizes["table"], -1).astype(float)
-    h = ds["map_hit"].values.reshape(p.shape).astype(float)
-    b = np.minimum((p * bins).astype(int), bins - 1)
-    out = {k: np.full(bins, np.nan) for k in ("claimed", "observed", "se", "z")}
-    n = np.zeros(bins, dtype=np.int64)
-    for j in range(bins):
-        m = b == j
+    if "table" not in ds["map_prob"].dims:
+        raise ValueError("calibration needs the 'table' dim of rk.simulate's output")
+    level = V.probability(level, "level")
+    if isinstance(bins, (numbers.Integral,)) and not isinstance(bins, bool):
+        bins = V.integer(bins, "bins", 1)
+        edges = np.linspace(0.0, 1.0, bins + 1)
+    else:
+        edges = np.asarray(bins, dtype=float)
+        if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) <= 0):
+            raise ValueError(f"bins must be an int or increasing edges, got {bins!r}")
+    mp = ds["map_prob"]
+    p = mp.values.reshape(mp.sizes["table"], -1).astype(float)
+    h = ds["map_hit"].transpose(*mp.dims).values.reshape(p.shape).astype(float)
+    ok = np.isfinite(p) & np.isfinite(h)
+    if np.any(ok & ((p < edges[0]) | (p > edges[-1]))):
+        raise ValueError(f"map_prob outside the bin edges [{edges[0]}, {edges[-1]}]")
+    nb = edges.size - 1
+    b = np.clip(np.searchsorted(edges, np.where(ok, p, edges[0]), side="right") - 1, 0, nb - 1)
+    p, h = np.where(ok, p, 0.0), np.where(ok, h, 0.0)
+    out = {k: np.full(nb, np.nan) for k in ("claimed", "observed", "se", "z")}
+    n = np.zeros(nb, dtype=np.int64)
+    hits = np.zeros(nb)
+    for j in range(nb):
+        m = ok & (b == j)
         n[j] = m.sum()
+        hits[j] = h[m].sum()
         if n[j]:
             out["claimed"][j] = p[m].mean()
             out["observed"][j] = h[m].mean()
             out["se"][j], out["z"][j] = _cluster_z(p, h, m)
-    se, z = _cluster_z(p, h, np.ones_like(p, dtype=bool))
-    edges = np.linspace(0.0, 1.0, bins + 1)
-    res = xr.Dataset(
+    se, z = _cluster_z(p, h, ok)
+    q = float(stats.norm.ppf(0.5 + level / 2))
+    lo = np.clip(out["claimed"] - q * out["se"], 0.0, 1.0)
+    hi = np.clip(out["claimed"] + q * out["se"], 0.0, 1.0)
+    return xr.Dataset(
         {"claimed": ("bin", out["claimed"], {"definition": "mean map_prob of the bin's cells"}),
          "observed": ("bin", out["observed"], {"definition": "mean map_hit of the bin's cells"}),
          "n": ("bin", n, {"definition": "cells in the bin"}),
+         "hits": ("bin", hits, {"definition": "cells of the bin whose MAP guess was right"}),
          "se": ("bin", out["se"], {"definition": "cluster-robust s.e. of observed - claimed"}),
-         "z": ("bin", out["z"], {"definition": "(observed - claimed) / se"})},
-        coords={"bin": np.arange(bins), "lower": ("bin", edges[:-1]),
+         "z": ("bin", out["z"], {"definition": "(observed - claimed) / se"}),
+         "ci_low": ("bin", lo, {"definition": f"claimed - {q:.3g} se"}),
+         "ci_high": ("bin", hi, {"definition": f"claimed + {q:.3g} se"})},
+        coords={"bin": np.arange(nb), "lower": ("bin", edges[:-1]),
                 "upper": ("bin", edges[1:])},
-        attrs={"overall_claimed": float(p.mean()), "overall_observed": float(h.mean()),
-               "overall_se": se, "overall_z": z, "n_tables": int(p.shape[0])})
-    return res
+        attrs={"overall_claimed": float(p[ok].mean()) if ok.any() else float("nan"),
+               "overall_observed": float(h[ok].mean()) if ok.any() else float("nan"),
+               "overall_se": se, "overall_z": z, "n_tables": int(p.shape[0]),
+               "n_cells": int(ok.sum()), "level": level,
+               "interval": "claimed +- normal quantile x cluster-robust s.e. (tables are the "
+                           "clusters)"})
 
 
 def _cluster_z(p, h, mask):
     nb = mask.sum()
+    if nb == 0:
+        return float("nan"), float("nan")
     d = np.where(mask, h - p, 0.0).sum(axis=1)
     se = float(np.sqrt((d ** 2).sum()) / nb)
     diff = float(d.sum() / nb)

@@ -9,7 +9,7 @@ import xarray as xr
 
 from . import _validate as V
 
-__all__ = ["Table", "default_margins", "margin_closure", "totals"]
+__all__ = ["Table", "count_table", "default_margins", "margin_closure", "totals"]
 
 
 def default_margins(dims: tuple) -> tuple:
@@ -144,6 +144,17 @@ class Table:
                 and np.array_equal(self._values, other._values))
 
     __hash__ = None
+
+
+def count_table(table, who: str) -> Table:
+    """``table`` as an :class:`Table` of counts (an array or DataArray is wrapped), or a
+    clear error naming ``who`` needs counts."""
+    if not isinstance(table, Table):
+        table = Table(table)
+    if table.kind != "count":
+        raise ValueError(f"{who} protects tables of counts; this table holds non-integer "
+                         "magnitudes")
+    return table
 
 
 def _clean_coords(coords, dims, shape) -> dict:

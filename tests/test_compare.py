@@ -9,8 +9,8 @@ import xarray as xr
 
 import riskengine as rk
 from riskengine._io import atomic_write_netcdf
+from riskengine._seeding import derived_rng
 from riskengine.cli import main
-from riskengine.compare import derived_rng
 
 T3 = rk.Table(np.array([[3, 1, 2], [2, 4, 1], [1, 2, 5]]), dims=("v", "w"),
               coords={"v": ["a", "b", "c"], "w": ["x", "y", "z"]})
@@ -193,13 +193,14 @@ type = "margins_only"
         ds.close()
     capsys.readouterr()
     bad = [(("seed = 1\n[table]\nvalues = [[1, 2], [3, 4]]\n[[mechanisms]]\n"
-             "type = \"nope\"\n"), "unknown mechanism type 'nope'"),
+             "type = \"nope\"\n"), "unknown mechanism 'nope'"),
            ("colour = 3\n", "unknown key 'colour'"),
            (("[table]\nvalues = [[1, 2], [3, 4]]\n[[mechanisms]]\ntype = \"cyclic\"\n"
              "design = \"diagonal\"\nsweep = { alpha = [0.1], beta = [0.1, 0.2] }\n"),
             "one common length"),
            (("[table]\nvalues = [[1, 2], [3, 4]]\n[[mechanisms]]\ntype = \"bootstrap\"\n"
-             "M = 3\nQ = 2\n"), "bad parameters for mechanism 'bootstrap'"),
+             "M = 3\nQ = 2\n"),
+            "unknown parameter 'Q' for mechanism 'bootstrap'; valid: M, S, max_regenerations"),
            ("[table\n", "not valid TOML")]
     for text, msg in bad:
         cfg.write_text(text)

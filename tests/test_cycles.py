@@ -44,7 +44,7 @@ def test_check_names_cycle_and_margin():
 
 
 def test_staircase_posterior_matches_brute_force():
-    from tests import reference as ref
+    from tests.reference import cyclic as ref
     C = cycles.staircase(2, 4)
     T = np.array([[0, 3, 1, 2], [2, 0, 1, 4]])
     mech = rk.CyclicPerturbation(C, alpha=0.3, beta=0.3)

@@ -12,7 +12,7 @@ import pytest
 
 import riskengine as rk
 from riskengine import cycles
-from tests import reference as ref
+from tests.reference import cyclic as ref
 
 
 def _case(i):

@@ -18,6 +18,7 @@ import riskengine as rk
 from riskengine import plots
 from riskengine._io import read_table
 from riskengine.cli import _bundled
+from riskengine.simulate import calibration
 
 
 # --- inputs ----------------------------------------------------------------------------
@@ -276,7 +277,7 @@ def test_calibration_table_against_a_plain_loop(rng):
     ds["map_prob"][0, 0, 1] = 0.0
     ds["map_prob"][0, 0, 2] = np.nan  # left out
     edges = [0.0, 0.25, 0.5, 0.6, 1.0]
-    tab = plots.calibration_table(ds, bins=edges)
+    tab = calibration(ds, bins=edges)
     p, h = ds["map_prob"].values.ravel(), ds["map_hit"].values.ravel()
     for b in range(4):
         last = b == 3
@@ -288,22 +289,22 @@ def test_calibration_table_against_a_plain_loop(rng):
         assert tab["observed"].values[b] == pytest.approx(np.mean(h[sel]))
     assert tab.attrs["n_cells"] == p.size - 1
     with pytest.raises(ValueError, match="bins must be"):
-        plots.calibration_table(ds, bins=[0.5, 0.2])
+        calibration(ds, bins=[0.5, 0.2])
     with pytest.raises(ValueError, match="bins must be >= 1"):
-        plots.calibration_table(ds, bins=0)
+        calibration(ds, bins=0)
     with pytest.raises(ValueError, match="'map_hit'"):
-        plots.calibration_table(ds[["map_prob"]])
+        calibration(ds[["map_prob"]])
 
 
 def test_calibration_detects_over_confidence(rng):
-    """Calibrated synthetic data: every bin's interval covers its claim (bins of ~360 cells,
-    95% intervals: all 10 cover with probability ~0.6, so allow one miss); over-confident
-    data (hit probability map_prob**3) misses in most bins."""
-    good = plots.calibration_table(simulate_ds(rng, n_tables=400))
-    cover = (good["ci_low"] <= good["claimed"]) & (good["claimed"] <= good["ci_high"])
+    """Calibrated synthetic data: every bin's observed rate is in its calibrated range (bins
+    of ~360 cells, 95% ranges: all 10 hold with probability ~0.6, so allow one miss);
+    over-confident data (hit probability map_prob**3) misses in most bins."""
+    good = calibration(simulate_ds(rng, n_tables=400))
+    cover = (good["ci_low"] <= good["observed"]) & (good["observed"] <= good["ci_high"])
     assert int(cover.sum()) >= 9
-    bad = plots.calibration_table(simulate_ds(rng, n_tables=400, calibrated=False))
-    cover = (bad["ci_low"] <= bad["claimed"]) & (bad["claimed"] <= bad["ci_high"])
+    bad = calibration(simulate_ds(rng, n_tables=400, calibrated=False))
+    cover = (bad["ci_low"] <= bad["observed"]) & (bad["observed"] <= bad["ci_high"])
     assert int(cover.sum()) <= 3
 
 
@@ -312,12 +313,16 @@ def test_calibration_plot_artists(rng):
     ds["map_prob"][:] = np.clip(ds["map_prob"], 0.31, 1.0)  # bins below 0.3 empty
     fig = plots.calibration(ds, bins=10)
     ax, axn = fig.axes
-    tab = plots.calibration_table(ds, bins=10)
+    tab = calibration(ds, bins=10)
     ne = tab["n"].values > 0
     assert ne.sum() == 7
-    (cont,) = ax.containers
-    np.testing.assert_allclose(cont[0].get_xydata(),
+    (pts,) = [ln for ln in ax.lines if ln.get_marker() == "o"]
+    np.testing.assert_allclose(pts.get_xydata(),
                                np.c_[tab["claimed"].values[ne], tab["observed"].values[ne]])
+    (bars,) = ax.collections           # the calibrated ranges, claimed +- q se
+    segs = np.array(bars.get_segments())
+    np.testing.assert_allclose(segs[:, :, 1], np.c_[tab["ci_low"].values[ne],
+                                                    tab["ci_high"].values[ne]])
     assert [t.get_text() for t in ax.texts] == [f"n={n}" for n in tab["n"].values[ne]]
     diag = [ln for ln in ax.lines if list(ln.get_xdata()) == [0, 1]]
     assert diag and list(diag[0].get_ydata()) == [0, 1]

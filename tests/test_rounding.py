@@ -7,7 +7,7 @@ import pytest
 from scipy.optimize import linprog
 
 import riskengine as rk
-from riskengine.mechanisms.rounding import _extended
+from riskengine.mechanisms._cox import extended as _extended
 from tests import seed003 as S
 
 # Seed 004, "Controlled Random Rounding": the 4 x 5 original table (base 5)

@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 import riskengine as rk
-from tests import reference as ref
+from tests.reference import cyclic as ref
 
 SHAPES_BASES = [((2, 2), 2), ((2, 2), 3), ((2, 2), 4), ((2, 2), 5), ((2, 3), 2), ((2, 3), 3),
                 ((3, 2), 3), ((3, 3), 2), ((2, 4), 2), ((3, 4), 2)]

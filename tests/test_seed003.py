@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import riskengine as rk
-from tests import reference as ref
 from tests import seed003 as S
+from tests.reference import cyclic as ref
 
 
 def test_perturbed_2d_is_a_cycle_combination_of_the_original():

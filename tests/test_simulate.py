@@ -16,8 +16,8 @@ import pytest
 import xarray as xr
 
 import riskengine as rk
+from riskengine._seeding import derived_rng
 from riskengine.cli import main
-from riskengine.compare import derived_rng
 from riskengine.simulate import calibration
 
 GEN = rk.generators.Poisson(3.0, shape=(3, 3), dims=("v", "w"))

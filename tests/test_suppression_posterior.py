@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import riskengine as rk
-from riskengine.linear import tabular_system
-from tests.test_audit import sums_2d, sums_3d, sums_groups
+from riskengine.tabular import tabular_system
+from tests.reference.intervals import sums_2d, sums_3d, sums_groups
 
 
 def brute(x, supp, sums, logw):

@@ -1,95 +1,50 @@
-"""Protection mechanisms: one module each, the same small surface.
+"""Protection mechanisms: one module each, the same small surface (``_base.Mechanism``).
 
-Every mechanism has public parameters (``to_dict``), ``protect(table, rng)``
-returning a :class:`~riskengine.Release`, ``validate_release`` (is a release
-consistent with the mechanism?), and its inference routes (``posterior``,
-``count_candidates``).  ``mechanism_from_dict`` resolves a name through the
-registry; an unknown name is an error listing the known ones.
+:func:`load` (called once by ``riskengine/__init__``) imports every public module of
+this package, and the names in its ``__all__`` (the mechanism classes, and functional
+forms such as ``rk.suppress``) become names of this package and of ``riskengine``:
+adding a mechanism is one module (with ``@register`` on its class) plus its tests.
+``mechanism_from_dict`` resolves a registry name; an unknown name is an error listing
+the known ones.  Importing this package alone loads only the protocol (``_base``), so
+the core modules may import the protocol without importing any mechanism.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import importlib
+import pkgutil
 
-__all__ = [
-    "REGISTRY",
-    "BinomialPerturbation",
-    "Bootstrap",
-    "CellSuppression",
-    "ControlledRounding",
-    "ControlledTabularAdjustment",
-    "CyclicPerturbation",
-    "MarginsOnly",
-    "Mechanism",
-    "exact_bounds",
-    "frechet_bounds",
-    "mechanism_from_dict",
-    "register",
-]
+from ._base import REGISTRY, Cost, Mechanism, Route, mechanism_from_dict, register
 
-REGISTRY: dict = {}
+__all__ = ["REGISTRY", "Cost", "Mechanism", "Route", "mechanism_from_dict", "register"]
 
 
-def register(cls):
-    REGISTRY[cls.name] = cls
-    return cls
+
+#: the mechanism modules, by name (filled by :func:`load`)
+MODULES: dict = {}
+#: the names the mechanism modules export (their ``__all__``), for ``riskengine``
+EXPORTS: dict = {}
 
 
-class Mechanism:
-    """Base class of protection mechanisms."""
-
-    name = "mechanism"
-    additive = True  #: releases add up to their published margins
-    suppressible_totals = False  #: releases may hide totals (NaN in margins / subtotals)
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, **self._params()}
-
-    @classmethod
-    def from_dict(cls, d: dict):
-        params = {k: v for k, v in d.items() if k != "name"}
-        return cls(**params)
-
-    def describe(self) -> str:
-        inner = ", ".join(f"{k}={v}" for k, v in self._params().items()
-                          if not isinstance(v, (list, np.ndarray)))
-        return f"{type(self).__name__}({inner})"
-
-    def __repr__(self) -> str:
-        return self.describe()
-
-    def validate_release(self, release) -> None:  # pragma: no cover - overridden
-        pass
-
-    def _count_table(self, table):
-        """The input as an rk.Table of counts (an array is wrapped), or a clear error."""
-        from ..table import Table
-        if not isinstance(table, Table):
-            table = Table(table)
-        if table.kind != "count":
-            raise ValueError(f"{self.describe()} protects tables of counts; this table holds "
-                             "non-integer magnitudes")
-        return table
-
-    def _rng(self, rng):
-        if not isinstance(rng, np.random.Generator):
-            raise TypeError("rng must be a numpy.random.Generator "
-                            f"(np.random.default_rng(seed)), got {type(rng).__name__}")
-        return rng
-
-
-def mechanism_from_dict(d: dict) -> Mechanism:
-    if not isinstance(d, dict) or "name" not in d:
-        raise ValueError(f"a mechanism description needs a 'name', got {d!r}")
-    name = d["name"]
-    if name not in REGISTRY:
-        raise ValueError(f"unknown mechanism {name!r}; known: {', '.join(sorted(REGISTRY))}")
-    return REGISTRY[name].from_dict(d)
-
-
-from .cta import ControlledTabularAdjustment
-from .cyclic import CyclicPerturbation
-from .margins_only import MarginsOnly, exact_bounds, frechet_bounds
-from .resampling import BinomialPerturbation, Bootstrap
-from .rounding import ControlledRounding
-from .suppression import CellSuppression
+def load() -> dict:
+    """Import every public module of this package once and collect the names of their
+    ``__all__`` (:data:`EXPORTS`; those that are not also a module name become names of
+    this package).  Returns :data:`EXPORTS`."""
+    if MODULES:
+        return EXPORTS
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f".{info.name}", __name__)
+        MODULES[info.name] = mod
+        for name in getattr(mod, "__all__", ()):
+            obj = getattr(mod, name)
+            if EXPORTS.get(name, obj) is not obj:
+                raise ImportError(f"mechanisms.{info.name} exports {name!r}, which another "
+                                  "mechanism module already exports")
+            EXPORTS[name] = obj
+    for name, obj in EXPORTS.items():
+        if name not in MODULES:
+            globals()[name] = obj
+            __all__.append(name)
+    return EXPORTS

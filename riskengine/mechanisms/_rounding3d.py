@@ -35,11 +35,8 @@ the time, and the conditioned per-entry means can be many standard errors away
 from the originals (``studies/rounding/results_three_way.md``, section 2).  ``method="optimal"`` solves the
 MILP for minimum total absolute distortion of the interior directly.
 
-Inference for a rounded 3-D release: candidates are all nonnegative integer
-tables whose interior cells and every total lie within B - 1 of the published
-values; weights prior x likelihood (``"feasible"`` or ``"unbiased"``, product over
-every entry, totals included), by the streaming enumerator
-``kernels.table_enum.enumerate_3d_windows``.
+Inference for a rounded 3-D release (the windows of ``rounding.entry_windows``) is the
+streaming enumerator's (:mod:`riskengine.inference.enumerate_3d`).
 """
 
 from __future__ import annotations
@@ -47,10 +44,12 @@ from __future__ import annotations
 from itertools import combinations
 
 import numpy as np
-import scipy.sparse as sp
+from scipy.optimize import Bounds, LinearConstraint, milp
 
-from ..posterior import Posterior
+from ..release import Release
 from ..table import default_margins, totals
+from ..tabular import aggregation
+from ._cox import cox_unbiased, extended
 
 ERNST_TRIES = 50
 
@@ -88,14 +87,13 @@ def is_controlled_rounding(x, R, B: int) -> bool:
 def ernst_stack(x: np.ndarray, B: int, round2d) -> np.ndarray:
     """Ernst's plane stacking along the last axis; ``round2d(M)`` rounds an extended 2-D
     matrix (interior, negated row/column totals, grand total) zero-restricted."""
-    from .rounding import _extended
     I, J, K = x.shape
     S = np.zeros((I, J), np.int64)          # original planes up to k
     Cum = np.zeros((I, J), np.int64)        # rounded planes below k
     out = np.zeros_like(x, dtype=np.int64)
     for k in range(K):
         S = S + x[:, :, k]
-        Mr = round2d(_extended(S - Cum))
+        Mr = round2d(extended(S - Cum))
         out[:, :, k] = Mr[:I, :J]
         Cum = Cum + out[:, :, k]
     return out
@@ -107,35 +105,24 @@ def milp_rounding(x: np.ndarray, B: int, objective: str = "distortion"):
     constrained to one of its two adjacent multiples (its own multiple if it is one).
     ``objective="distortion"``: minimum total absolute distortion of the interior;
     ``"none"``: feasibility only.  Returns None when no controlled rounding exists."""
-    from scipy.optimize import Bounds, LinearConstraint, milp
     x = np.asarray(x, dtype=np.int64)
     floor = B * (x // B)
     frac = x - floor
     nm = frac != 0
     n = int(nm.sum())
-    col = np.full(x.shape, -1, np.int64)
-    col[nm] = np.arange(n)
-    rows, cols, lo, hi = [], [], [], []
-    nrow = 0
+    dims = tuple(range(x.ndim))
+    tots = all_totals(x)
     ftots = all_totals(floor)
-    grids = np.indices(x.shape)
-    for keep, tot in all_totals(x).items():
-        ftot = np.atleast_1d(ftots[keep]).ravel()
-        tot = np.atleast_1d(tot).ravel()
-        # which total each interior cell adds to
-        shape_keep = tuple(x.shape[a] for a in keep)
-        tid = (np.ravel_multi_index(tuple(grids[a] for a in keep), shape_keep)
-               if keep else np.zeros(x.shape, np.int64))
-        rows.append(nrow + tid[nm])
-        cols.append(col[nm])
-        lo.append((B * (tot // B) - ftot) // B)
-        hi.append((B * (-(-tot // B)) - ftot) // B)
-        nrow += tot.size
+    keeps = [tuple(dims[a] for a in keep) for keep in tots]
     if n == 0:
         return x.copy()
-    A = sp.csr_array((np.ones(sum(r.size for r in rows)), (np.concatenate(rows),
-                                                           np.concatenate(cols))),
-                     shape=(nrow, n))
+    A = aggregation(dims, x.shape, keeps)[:, nm.ravel()]
+    lo, hi = [], []
+    for keep, tot in tots.items():
+        ftot = np.atleast_1d(ftots[keep]).ravel()
+        tot = np.atleast_1d(tot).ravel()
+        lo.append((B * (tot // B) - ftot) // B)
+        hi.append((B * (-(-tot // B)) - ftot) // B)
     lo = np.concatenate(lo).astype(float)
     hi = np.concatenate(hi).astype(float)
     cost = (B - 2 * frac[nm]).astype(float) if objective == "distortion" else np.zeros(n)
@@ -152,8 +139,6 @@ def milp_rounding(x: np.ndarray, B: int, objective: str = "distortion"):
 
 def protect_3d(mech, table, rng):
     """The 3-D branch of ``ControlledRounding.protect``."""
-    from ..release import Release
-    from .rounding import _cox_unbiased
     need = set(default_margins(table.dims))
     if set(table.margins) != need:
         raise ValueError(f"3-D controlled rounding needs every 2-way and 1-way margin and the "
@@ -171,7 +156,7 @@ def protect_3d(mech, table, rng):
         rng = mech._rng(rng)
         R = None
         for attempt in range(1, ERNST_TRIES + 1):
-            cand = ernst_stack(x, B, lambda M: _cox_unbiased(M, B, rng))
+            cand = ernst_stack(x, B, lambda M: cox_unbiased(M, B, rng))
             if is_controlled_rounding(x, cand, B):
                 R = cand
                 break
@@ -195,87 +180,3 @@ def _none_exists(shape, B):
     return (f"no controlled rounding to base {B} exists for this {'x'.join(map(str, shape))} "
             "table (HiGHS MILP over the up/down directions is infeasible; Ernst 1989: 3-D "
             "controlled roundings need not exist)")
-
-
-# --- inference -------------------------------------------------------------------------------
-def _order(dims):
-    a, b, c = dims
-    return [(a, b), (a, c), (b, c), (a,), (b,), (c,), ()]
-
-
-def windows_3d(mech, release, prior):
-    """Plain arrays for the kernel: cell_lo, cell_wt, m_lo, m_wt (see kernels.table_enum)."""
-    from .rounding import _log_round_prob
-    dims = release.dims
-    missing = [k for k in _order(dims) if k not in release.margins]
-    if missing:
-        raise ValueError(f"3-D rounding inference needs every 2-way and 1-way margin and the "
-                         f"grand total published; missing {missing}")
-    B = mech.base
-
-    def window(pub, extra=None):
-        pub = np.atleast_1d(np.asarray(pub, dtype=np.int64))
-        lo = np.maximum(pub - (B - 1), 0)
-        vals = lo[..., None] + np.arange(2 * B - 1)
-        lw = np.where(np.abs(vals - pub[..., None]) <= B - 1, 0.0, -np.inf)
-        if mech.likelihood == "unbiased":
-            lw = lw + _log_round_prob(vals, pub[..., None], B)
-        if extra is not None:
-            lw = lw + extra(vals)
-        return lo, lw
-
-    clo, clw = window(release.published,
-                      lambda v: prior.log_weights(v, release.dims, release.coords))
-    parts = [window(release.margins[k]) for k in _order(dims)]
-    mlo = np.concatenate([p[0].ravel() for p in parts])
-    mlw = np.concatenate([p[1].reshape(-1, 2 * B - 1) for p in parts])
-    return clo, clw, mlo, mlw
-
-
-def _exp_rows(lw):
-    fin = np.isfinite(lw)
-    mx = np.where(fin, lw, -np.inf).max(axis=-1)
-    mx = np.where(np.isfinite(mx), mx, 0.0)
-    return np.where(fin, np.exp(lw - mx[..., None]), 0.0), float(mx.sum())
-
-
-def run_3d(mech, release, prior):
-    from kernels import table_enum
-    clo, clw, mlo, mlw = windows_3d(mech, release, prior)
-    I, J, K = release.shape
-    cwt, cshift = _exp_rows(clw.reshape(I * J * K, -1))
-    mwt, mshift = _exp_rows(mlw)
-    count, total, hist, mhist = table_enum.enumerate_3d_windows(
-        I, J, K, clo.ravel().astype(np.int64), cwt, mlo.astype(np.int64), mwt)
-    return clo, mlo, int(count), float(total), hist, mhist, cshift + mshift
-
-
-def posterior_3d(mech, release, prior) -> Posterior:
-    clo, mlo, count, total, hist, mhist, shift = run_3d(mech, release, prior)
-    if count == 0:
-        raise ValueError("no original table is consistent with this rounded release "
-                         "under this prior")
-    if not total > 1e-290:
-        raise FloatingPointError(f"enumeration weights underflowed (total {total!r})")
-    shape = release.shape
-    post = Posterior(start=clo, probs=(hist / total).reshape(shape + (-1,)), dims=release.dims,
-                     coords=release.coords, published=release.published, n_candidates=count,
-                     log_evidence=float(np.log(total) + shift),
-                     attrs={"method": f"controlled_rounding/{mech.likelihood}/enumerate",
-                            "prior": prior.describe(), "mechanism": mech.describe(),
-                            "route": "enumerate"})
-    at = 0
-    for keep in _order(release.dims):
-        n = int(np.prod([shape[release.dims.index(d)] for d in keep], dtype=np.int64))
-        tshape = tuple(shape[release.dims.index(d)] for d in keep)
-        post.totals[keep] = Posterior(
-            start=mlo[at:at + n].reshape(tshape), probs=(mhist[at:at + n] / total).reshape(
-                tshape + (-1,)), dims=keep, coords={d: release.coords[d] for d in keep},
-            published=release.margins[keep],
-            attrs={"description": f"posterior of the total {keep}"})
-        at += n
-    return post
-
-
-def count_3d(mech, release, prior) -> int:
-    return run_3d(mech, release, prior)[2]

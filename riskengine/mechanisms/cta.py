@@ -3,7 +3,10 @@
 CTA replaces the value of every sensitive cell by a *safe* value, at least its
 protection level away from the original (down or up), and adjusts the other
 cells, totals included, within their capacities so that the table adds up; the
-adjustments are chosen by a MILP (``rk.cta``).
+adjustments are chosen by a MILP (``rk.cta``; the mathematics is in
+:mod:`riskengine.magnitude.cta_milp`, the bivariate alternating LPs of
+``rk.cta_bivariate`` in :mod:`riskengine.magnitude.cta_bivariate`).  This module holds
+the mechanism and the functional forms: they solve, then build the release.
 
 **What is public.**  Following the publish-the-mechanism principle, a release
 states the method and every choice that does not derive from confidential
@@ -15,20 +18,46 @@ which cells are sensitive, their protection levels (they are functions of the
 respondents' contributions) and the capacities (functions of the confidential
 cell values, or of measurement-error estimates): publishing them would tell an
 intruder which cells moved and by at least how much.
+
+**No inference route.**  Without the protection levels and capacities there is no
+likelihood of a release given an original table: ``rk.posterior`` on a CTA release is
+an error saying so.  The utility of an adjustment is measured by :func:`cta_stats`
+(``CTAResult.stats``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
+import xarray as xr
 
 from .. import _validate as V
-from . import Mechanism, register
+from ..magnitude.cta_bivariate import alternate, bivariate_stats  # noqa: F401  (re-export)
+from ..magnitude.cta_milp import (
+    DIRECTIONS,
+    OBJECTIVES,
+    OVER,
+    PRESERVE,
+    CTAProblem,
+    CTASolution,
+    adjust,
+    clean_preserve,
+    cta_stats,
+    prepare,
+)
+from ..release import Release
+from ..tabular import TabularSystem
+from ._base import Mechanism, register
 
-OBJECTIVES = ("abs", "relative")
-DIRECTIONS = ("milp", "ordering")
+# "cta" (the function) is not exported through the package: it would replace the
+# package's attribute ``mechanisms.cta`` (this module), which mechanisms/__init__ refuses;
+# ``rk.cta`` comes from this module directly (riskengine/__init__.py via riskengine.cta).
+# ``cta_stats``, ``bivariate_stats`` and the option tuples are offered here too: the old
+# modules riskengine.cta and riskengine.cta_bivariate (aliases of this one) offered them.
+__all__ = ["BivariateCTAResult", "CTAResult", "ControlledTabularAdjustment", "cta", "cta_bivariate"]
+
 _DIRECTIONS_RELEASE = DIRECTIONS + ("given",)
-PRESERVE = ("mean", "variance")
-OVER = ("interior", "sensitive", "all")
 
 
 @register
@@ -57,6 +86,11 @@ class ControlledTabularAdjustment(Mechanism):
 
     name = "cta"
     additive = True
+    #: no inference route: see ``no_route``
+    routes = ()
+    no_route = ("a CTA release's adjusted values come from a MILP whose protection levels "
+                "and capacities are confidential, so there is no likelihood to invert; for "
+                "its utility use the CTA result's statistics (CTAResult.stats, cta_stats)")
 
     def __init__(self, rule: str | None = None, objective: str = "abs", preserve=(),
                  over: str = "interior", directions: str = "milp", epsilon: float = 0.0):
@@ -78,7 +112,6 @@ class ControlledTabularAdjustment(Mechanism):
 
     def protect(self, table, rng=None, *, sensitive, protection, capacity, upper=None):
         """The adjusted release (``rng`` is not used: CTA is deterministic)."""
-        from ..cta import cta
         if self.over == "custom":
             raise ValueError("over='custom' describes a release; protect with rk.cta(over=mask)")
         if self.directions == "given":
@@ -91,3 +124,184 @@ class ControlledTabularAdjustment(Mechanism):
     def validate_release(self, release) -> None:
         if release.published is None or np.isnan(np.asarray(release.published, float)).any():
             raise ValueError("a CTA release publishes every interior cell (no NaN, not None)")
+
+
+@dataclass(frozen=True, eq=False)
+class CTAResult:
+    """The adjusted release and how it was found.
+
+    Attributes
+    ----------
+    release : Release
+        Adjusted interior in ``published``, adjusted totals in ``margins``.
+    adjustment : xarray.DataArray
+        ``y`` on the interior cells.
+    y : ndarray
+        ``y`` on every cell of ``system`` (interior, then the totals).
+    directions : ndarray
+        +1 (up) / -1 (down) for sensitive cells, 0 elsewhere, system order.
+    objective : float
+        The objective value of the returned adjustment.
+    status : str
+        ``"optimal"`` (gap 0 within HiGHS tolerances) or ``"time_limit"``.
+    gap : float
+        Relative MIP gap reported by HiGHS (0 for the LP of the ordering heuristic).
+    stats : xarray.Dataset
+        :func:`cta_stats` of the adjustment.
+    """
+
+    release: object
+    adjustment: xr.DataArray
+    y: np.ndarray
+    directions: np.ndarray
+    objective: float
+    status: str
+    gap: float
+    stats: xr.Dataset
+    system: TabularSystem = field(repr=False)
+    original: np.ndarray = field(repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class BivariateCTAResult:
+    """Both adjusted tables, the covariance history and seed 002's statistics.
+
+    ``stats``: percent changes of covariance, correlation, regression coefficient of
+    ``b`` on ``a``, ``Var(a)``, ``Var(b)`` (the columns of seed 002 Table 1) and the
+    original correlation.
+    """
+
+    a: CTAResult
+    b: CTAResult
+    history: tuple          #: |dCov| after the univariate start and after each step
+    stats: xr.Dataset
+
+
+def cta(table, sensitive, protection=None, capacity=None, objective: str = "abs",
+        preserve=(), directions: str = "milp", *, over="interior", epsilon: float = 0.0,
+        upper=None, rule: str | None = None, time_limit: float | None = None,
+        mip_rel_gap: float = 0.0, groups=None) -> CTAResult:
+    """Controlled tabular adjustment of a magnitude table.
+
+    Parameters
+    ----------
+    table : Table, Contributions or array-like
+        The original table with its totals structure.
+    sensitive : array-like of bool or xarray.Dataset
+        Sensitive cells: interior-shaped (totals then nonsensitive), one entry per
+        cell of the tabular system, or the Dataset of :func:`riskengine.sensitivity.assess`
+        (then ``protection`` defaults to its ``protection``, totals included).
+    protection : float or array-like
+        Protection levels ``p_i > 0`` of the sensitive cells (0 elsewhere); a scalar
+        applies to every sensitive cell.
+    capacity : float or array-like
+        Largest move of each nonsensitive cell (>= 0, ``inf`` allowed).  Interior-shaped:
+        a total's capacity is the sum of its cells' (so ``0.2 * table.values`` is "20 %
+        of each cell's value" for totals too); or one per system cell; or a scalar.
+    objective : {"abs", "relative"}
+    preserve : sequence of {"mean", "variance"}
+    directions : {"milp", "ordering"} or array-like of +1/-1
+        MILP, ordering heuristic, or given directions of the sensitive cells.
+    over : {"interior", "sensitive", "all"} or array-like of bool
+        The cells over which ``preserve`` holds.
+    epsilon : float
+        ``|L(y)| <= epsilon`` for ``"variance"``.
+    upper : float or array-like, optional
+        Largest move of each sensitive cell (>= its protection); default: its
+        protection plus the sum of every protection and every finite capacity (a
+        big-M that does not bind in practice: check ``directions`` moves against it).
+    rule : str, optional
+        The sensitivity rule, recorded in the (public) mechanism.
+    time_limit : float, optional
+        Seconds for HiGHS; on the limit the best solution is returned with its gap.
+    mip_rel_gap : float
+        Relative gap at which HiGHS stops (default 0: prove optimality).
+    groups : dict, optional
+        One level of subtotals, ``{dim: [[category indices], ...]}`` (as in
+        :func:`riskengine.suppress`): the subtotals are cells of the system too (adjusted,
+        additive; interior-shaped ``capacity`` gives each the sum of its cells') and the
+        release carries them.
+
+    Returns
+    -------
+    CTAResult
+
+    Examples
+    --------
+    >>> import numpy as np, riskengine as rk
+    >>> t = rk.Table(np.array([[20.0, 30.0, 10.0], [15.0, 5.0, 40.0]]), dims=("r", "c"))
+    >>> sens = np.array([[False, False, False], [False, True, False]])
+    >>> res = rk.cta(t, sens, protection=3.0, capacity=0.5 * t.values)
+    >>> res.status, round(res.objective, 6)
+    ('optimal', 12.0)
+    >>> res.adjustment.round(9).values.tolist()
+    [[0.0, 0.0, 0.0], [3.0, -3.0, 0.0]]
+    """
+    preserve = clean_preserve(preserve)
+    prep = prepare(table, sensitive, protection, capacity, objective, preserve, directions,
+                   over, epsilon, upper, groups)
+    sol = adjust(prep, preserve, epsilon, directions, time_limit, mip_rel_gap)
+    mech = ControlledTabularAdjustment(
+        rule=rule, objective=prep.objective, preserve=preserve, over=prep.over_name,
+        directions=directions if isinstance(directions, str) else "given", epsilon=epsilon)
+    return _result(prep, sol, mech)
+
+
+def cta_bivariate(table_a, table_b, sensitive_a, protection_a, capacity_a, sensitive_b,
+                  protection_b, capacity_b, *, objective: str = "abs",
+                  preserve=("mean", "variance"), over="interior", epsilon: float = 0.0,
+                  directions: str = "milp", max_iter: int = 6, rtol: float = 1e-3,
+                  time_limit: float | None = None, rule: str | None = None
+                  ) -> BivariateCTAResult:
+    """Adjust two tables on one structure, keeping their covariance (seed 002 §3).
+
+    Parameters are those of :func:`riskengine.cta`, once per table; ``max_iter``
+    bounds the alternating steps, ``rtol`` stops them once ``|dCov|`` is below
+    ``rtol * |Cov(a, b)|``.  ``directions="ordering"`` fixes each table's directions
+    by the ordering heuristic in every step (LPs only).
+
+    Examples
+    --------
+    >>> import numpy as np, riskengine as rk
+    >>> a = rk.Table(np.array([[20.0, 30, 10], [15, 5, 40], [8, 12, 25]]), dims=("r", "c"))
+    >>> b = rk.Table(np.array([[2.0, 4, 1], [3, 1, 5], [1, 2, 3]]), dims=("r", "c"))
+    >>> s = np.zeros((3, 3), bool); s[1, 1] = True
+    >>> res = rk.cta_bivariate(a, b, s, 2.0, 0.3 * a.values, s, 0.5, 0.3 * b.values,
+    ...                        preserve=("mean",))
+    >>> res.history[-1] <= res.history[0]
+    True
+    """
+    preserve = clean_preserve(preserve)
+    if not isinstance(directions, str) or directions not in ("milp", "ordering"):
+        raise ValueError(f"cta_bivariate takes directions 'milp' or 'ordering', got {directions!r}")
+    pa = prepare(table_a, sensitive_a, protection_a, capacity_a, objective, preserve,
+                 directions, over, epsilon, None)
+    pb = prepare(table_b, sensitive_b, protection_b, capacity_b, objective, preserve,
+                 directions, over, epsilon, None)
+    if (pa.table.dims != pb.table.dims or pa.table.shape != pb.table.shape
+            or pa.table.margins != pb.table.margins):
+        raise ValueError(f"both tables need the same dims, shape and totals; got "
+                         f"{pa.table!r} and {pb.table!r}")
+    if not np.array_equal(pa.over, pb.over):
+        raise ValueError("over must select the same cells in both tables")
+    sol = alternate(pa, pb, preserve, epsilon, directions, max_iter, rtol, time_limit)
+    mech = ControlledTabularAdjustment(rule=rule, objective=objective, preserve=preserve,
+                                       over=pa.over_name, directions=directions,
+                                       epsilon=epsilon)
+    return BivariateCTAResult(_result(pa, sol.a, mech), _result(pb, sol.b, mech), sol.history,
+                              sol.stats)
+
+
+def _result(prep: CTAProblem, sol: CTASolution, mech) -> CTAResult:
+    """The release of an adjustment (an exactly additive table) and its statistics."""
+    system, table = prep.system, prep.table
+    interior, margins, subtotals = system.release_parts(sol.adjusted)
+    release = Release(published=interior, margins=margins, mechanism=mech,
+                      dims=table.dims, coords=table.coords, kind="magnitude",
+                      groups=system.groups or None, subtotals=subtotals or None)
+    adjustment = xr.DataArray(sol.y[: system.n_interior].reshape(system.shape),
+                              dims=table.dims, coords=table.coords, name="adjustment",
+                              attrs={"method": "cta", "objective": prep.objective})
+    stats = cta_stats(prep.a, sol.y, prep.sens, system)
+    return CTAResult(release, adjustment, sol.y, sol.directions, sol.objective, sol.status,
+                     sol.gap, stats, system, prep.a)

@@ -26,11 +26,21 @@ import numpy as np
 from scipy import stats
 
 from .. import _validate as V
-from ..posterior import Posterior
-from ..priors import Prior
-from . import Mechanism, register
+from ..inference.cells import IndependentCells
+from ..release import Release
+from ..table import count_table
+from ._base import Mechanism, register
+
+__all__ = ["BinomialPerturbation", "Bootstrap"]
 
 PRESERVE = ("total", "rows", "columns")
+
+_INDEPENDENT_NOTE = ("cells treated as independent (product of per-cell likelihoods); see "
+                     "studies/resampling")
+
+
+def _cell_windows(release):
+    return release.mechanism.cell_windows(release)
 
 
 def quality_interval(x, n, S):
@@ -54,9 +64,10 @@ def _x_window(k, S):
 
 
 class _Resampling(Mechanism):
-    """Shared per-cell posterior for the resampling mechanisms."""
+    """Shared per-cell likelihood of the resampling mechanisms."""
 
     additive = True
+    routes = (IndependentCells(_cell_windows),)
 
     def _cell_loglik(self, k, x, n):          # pragma: no cover - abstract
         raise NotImplementedError
@@ -83,9 +94,9 @@ class _Resampling(Mechanism):
             out[pos] = ll
         return out
 
-    def posterior(self, release, prior: Prior, route: str = "auto", progress=None,
-                  count: bool = True) -> Posterior:
-        V.choice(route, "route", ("auto", "cells"))
+    def cell_windows(self, release):
+        """Per cell: the window of originals that can publish its value and their
+        log-likelihood (the route :class:`~riskengine.inference.cells.IndependentCells`)."""
         P = np.asarray(release.published, dtype=np.int64)
         n = np.broadcast_to(self._n_for_cells(release), P.shape)
         keys = np.stack([P.ravel(), n.ravel()], axis=1)
@@ -98,47 +109,8 @@ class _Resampling(Mechanism):
         # the likelihood depends on (k, n) only: computed once per distinct pair
         ull = self.log_likelihood_cells(uniq[:, :1], uvals, uniq[:, 1:])
         ull = np.where(uvals <= uniq[:, 1:], ull, -np.inf)
-        xlo = ulo[inv].reshape(P.shape)
-        if prior.cell_invariant:
-            logp = prior.log_weights(uvals) + ull
-        else:
-            vals = xlo[..., None] + np.arange(W)
-            logp = prior.log_weights(vals, release.dims, release.coords) + \
-                ull[inv].reshape(P.shape + (W,))
-        mx = np.max(logp, axis=-1, keepdims=True)
-        if not np.all(np.isfinite(mx)):
-            j = np.argwhere(~np.isfinite(mx[..., 0]))[0]
-            k = int(uniq[j[0], 0]) if prior.cell_invariant else int(P[tuple(j)])
-            raise ValueError(f"no original value is consistent with the published value {k} "
-                             "under this prior")
-        p = np.exp(logp - mx)
-        z = p.sum(-1, keepdims=True)
-        probs = p / z
-        logz = np.log(z[..., 0]) + mx[..., 0]
-        support = (probs > 0).sum(-1)
-        if prior.cell_invariant:
-            mult = np.bincount(inv, minlength=len(uniq))
-            log_ev = float((logz * mult).sum())
-            probs = probs[inv].reshape(P.shape + (W,))
-        else:
-            support, mult = np.unique(support, return_counts=True)
-            log_ev = float(logz.sum())
-        n_cand = None
-        if count:   # product of per-cell support sizes
-            n_cand = 1
-            for s_, m_ in zip(np.ravel(support).tolist(), np.ravel(mult).tolist()):
-                if m_:
-                    n_cand *= pow(int(s_), int(m_))
-        return Posterior(start=xlo, probs=probs, dims=release.dims, coords=release.coords,
-                         published=P, n_candidates=n_cand, log_evidence=log_ev,
-                         attrs={"method": f"{self.name}/cells", "prior": prior.describe(),
-                                "mechanism": self.describe(), "route": "cells",
-                                "approximation": "cells treated as independent (product of "
-                                "per-cell likelihoods); see studies/resampling"})
-
-    def count_candidates(self, release, prior: Prior | None = None, route: str = "auto") -> int:
-        from ..priors import Uniform
-        return self.posterior(release, prior or Uniform()).n_candidates
+        return (ulo[inv].reshape(P.shape), ull[inv].reshape(P.shape + (W,)),
+                _INDEPENDENT_NOTE)
 
     def validate_release(self, release) -> None:
         if release.kind != "count" or release.published is None:
@@ -178,8 +150,7 @@ class Bootstrap(_Resampling):
         return {"M": self.M, "S": self.S}
 
     def protect(self, table, rng: np.random.Generator):
-        from ..release import Release
-        table = self._count_table(table)
+        table = count_table(table, self.describe())
         rng = self._rng(rng)
         x = table.values
         n = int(x.sum())
@@ -256,8 +227,7 @@ class BinomialPerturbation(_Resampling):
         return out
 
     def protect(self, table, rng: np.random.Generator):
-        from ..release import Release
-        table = self._count_table(table)
+        table = count_table(table, self.describe())
         rng = self._rng(rng)
         x = table.values
         out = np.zeros_like(x)

@@ -8,15 +8,15 @@ sensitivity rule and the protection levels are the agency's and not part of the
 release.
 
 Inference for count tables: the candidates are every nonnegative integer table that
-agrees with the published cells, totals and subtotals.  Routes:
+agrees with the published cells, totals and subtotals (``entry_windows``: published
+cells fixed, suppressed cells on ``0..`` the smallest total containing them, suppressed
+totals on their LP interval).  Routes:
 
-* 2-D table with all totals: the exact table DP (``kernels.table_dp``), published
-  cells fixed (window of one value), suppressed cells on ``0..min(row, column total)``;
-* 2-D table with one level of subtotals along either dim: the table splits into one
-  independent 2-D table per group (its rows, the group's subtotal row as column
-  totals), each solved by the DP; counts multiply, evidences add;
-* 3-D table with every 2-way margin: the streaming enumerator (``kernels.table_enum``)
-  with published cells fixed.
+* 2-D table with all totals: the exact table DP (``inference.table_dp``);
+* 2-D table with one level of subtotals along either dim: one DP per group
+  (``inference.grouped``); counts multiply, evidences add;
+* 3-D table with every 2-way margin: the streaming enumerator
+  (``inference.enumerate_3d``).
 
 Magnitude releases have no integer candidates: use :func:`riskengine.audit`.
 """
@@ -25,15 +25,111 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _tabledp
 from .. import _validate as V
-from ..posterior import Posterior
-from ..priors import Prior
-from . import Mechanism, register
-from .margins_only import _need_2d_all_totals, _posterior_from_dp
+from ..inference import windows as win
+from ..inference.enumerate_3d import Enumerate3D
+from ..inference.grouped import Grouped2D
+from ..inference.table_dp import TableDP
+from ..magnitude.contributions import Contributions
+from ..magnitude.csp import COSTS, METHODS, find_pattern
+from ..magnitude.intervals import intervals, protection_tol
+from ..release import Release
+from ..table import Table
+from ..tabular import check_equations, tabular_system
+from ._base import Mechanism, register
 
-METHODS = ("heuristic", "optimal")
-COSTS = ("value", "count")
+# METHODS and COSTS (the solver's options) are offered here too: ``riskengine.suppress``
+# (an alias of this module) offered them
+__all__ = ["CellSuppression", "suppress"]
+
+
+def suppress(table, sensitive, protection=None, method: str = "heuristic",
+             cost: str = "value", groups=None, *, suppress_zeros: bool = False,
+             suppress_totals: bool = False, time_limit: float | None = None):
+    """Protect the sensitive cells of ``table`` by complementary cell suppression.
+
+    Parameters
+    ----------
+    table : rk.Table, rk.Contributions, array or xarray.DataArray
+        Nonnegative magnitudes or counts; its ``margins`` (default: all totals of a 2-D
+        table, every (k-1)-way margin of a k-D table) are published.
+    sensitive : bool array, or the Dataset of :func:`riskengine.sensitivity.assess`
+        Primary suppressions: of the table's shape (interior cells), or one entry per
+        cell of the tabular system (interior, totals, subtotals; the order of
+        :func:`riskengine.tabular.tabular_system`), or the ``assess`` Dataset (totals
+        included; ``protection`` then defaults to its ``protection``).
+    protection : array, scalar or a pair ``(lower, upper)``
+        Protection each sensitive cell needs below / above its value, in the same forms
+        as ``sensitive`` (a scalar applies to every sensitive cell).
+    method : {"heuristic", "optimal"}
+    cost : {"value", "count"}
+        Minimise the total value or the number of suppressed cells.
+    groups : dict, optional
+        One level of subtotals, ``{dim: [[category indices], ...]}``; the subtotals are
+        published (and carried by the release).
+    suppress_zeros : bool
+        Allow zero cells as complementary suppressions (default: never).
+    suppress_totals : bool
+        Allow totals and subtotals to be suppressed (needed when one is sensitive; they
+        then also serve as complementary suppressions).  Default: every total published.
+    time_limit : float, optional
+        Seconds for ``method="optimal"`` (the whole call: the heuristic's starting pattern
+        included; the final audit and the round in progress may add a little); at the
+        limit the best protecting pattern found is returned with
+        ``info["status"] == "time_limit"`` and its proven ``gap``.
+
+    Returns
+    -------
+    rk.Release
+        Suppressed cells are NaN (interior in ``published``, totals in ``margins``);
+        mechanism ``rk.CellSuppression(method, cost, suppress_zeros, suppress_totals)``.
+        ``release.info``: number and value of suppressed cells (all, complementary,
+        totals), and for ``"optimal"`` the ``status``, ``gap`` and ``lower_bound``.
+
+    Examples
+    --------
+    >>> import numpy as np, riskengine as rk
+    >>> t = rk.Table(np.array([[20., 10, 20, 10, 20], [10, 10, 20, 5, 15],
+    ...                        [40, 10, 10, 20, 10], [5, 5, 15, 10, 5]]), dims=("r", "c"))
+    >>> sens = np.zeros((4, 5), bool); sens[0, 0] = sens[1, 2] = sens[2, 3] = sens[3, 3] = True
+    >>> rel = rk.suppress(t, sens, 0.5 * t.values, method="optimal")
+    >>> rel.info["n_complementary"], rel.info["value_complementary"], rel.info["status"]
+    (4, 35.0, 'optimal')
+    """
+    mech = CellSuppression(method=method, cost=cost, suppress_zeros=suppress_zeros,
+                           suppress_totals=suppress_totals)
+    return mech.protect(table, sensitive=sensitive, protection=protection, groups=groups,
+                        time_limit=time_limit)
+
+
+def entry_windows(release) -> win.EntryWindows:
+    """Published cells and totals exact; a suppressed cell from 0 up to the totals that
+    contain it; a suppressed total on the integer range of its LP interval (the audit's),
+    flat."""
+    if release.kind != "count":
+        raise ValueError("posterior over integer completions needs a count release; this "
+                         "release holds magnitudes: use rk.audit for its feasible intervals")
+    if not release._hidden_totals():
+        return win.from_published(release, {k: win.exact(v) for k, v in
+                                             release.margins.items()},
+                                  fixed=release.published)
+    system = release.system()
+    x = release.cell_vector(system)
+    lo, hi = intervals(system, x)
+    if not np.all(np.isfinite(hi)):
+        j = int(np.argmax(~np.isfinite(hi)))
+        raise ValueError(f"{system.labels()[j]} is unbounded given the published cells (the "
+                         "grand total and the totals above it are suppressed): infinitely "
+                         "many integer completions")
+    tol = protection_tol(x)
+    ilo = np.ceil(lo - tol).astype(np.int64)
+    ihi = np.floor(hi + tol).astype(np.int64)
+    totals = {}
+    for b in system.blocks[1:]:
+        if b.grouped is None:
+            totals[b.keep] = win.flat(ilo[b.slice].reshape(b.shape),
+                                      ihi[b.slice].reshape(b.shape))
+    return win.from_published(release, totals, fixed=release.published)
 
 
 @register
@@ -62,6 +158,7 @@ class CellSuppression(Mechanism):
     name = "cell_suppression"
     additive = True
     suppressible_totals = True
+    routes = (TableDP(entry_windows), Grouped2D(), Enumerate3D(entry_windows))
 
     def __init__(self, method: str = "heuristic", cost: str = "value",
                  suppress_zeros: bool = False, suppress_totals: bool = False):
@@ -82,11 +179,16 @@ class CellSuppression(Mechanism):
                 time_limit: float | None = None):
         """Suppress ``sensitive`` cells and complements (``rng`` is not used: the method is
         deterministic).  See :func:`riskengine.suppress`."""
-        from ..release import Release
-        from ..suppress import _pattern
-        table, system, x, sens, mask, info = _pattern(
-            table, sensitive, protection, self.method, self.cost, groups,
-            self.suppress_zeros, self.suppress_totals, time_limit)
+        if isinstance(table, Contributions):
+            table = table.table
+        if not isinstance(table, Table):
+            table = Table(table)
+        system = tabular_system(table.dims, table.shape, table.margins, groups)
+        x = system.vector(table.values).astype(float)
+        mask, sens, _, _, info = find_pattern(
+            system, x, sensitive, protection, method=self.method, cost=self.cost,
+            suppress_zeros=self.suppress_zeros, suppress_totals=self.suppress_totals,
+            time_limit=time_limit)
         pub = np.where(mask, np.nan, x)
         if table.kind == "count" and not mask.any():
             pub = pub.astype(np.int64)
@@ -110,7 +212,6 @@ class CellSuppression(Mechanism):
         return rel
 
     def validate_release(self, release) -> None:
-        from ..linear import check_equations
         if release.published is None:
             raise ValueError("a cell-suppression release publishes the interior "
                              "(NaN = suppressed); published is None")
@@ -119,204 +220,3 @@ class CellSuppression(Mechanism):
         system = release.system()
         check_equations(system, release.cell_vector(system),
                         what=f"{self.describe()} release")
-
-    # --- inference ---------------------------------------------------------------------
-    def posterior(self, release, prior: Prior, route: str = "auto", progress=None,
-                  count: bool = True) -> Posterior:
-        V.choice(route, "route", ("auto", "dp", "enumerate"))
-        _need_counts(release)
-        if release._hidden_totals() and (len(release.dims) != 2 or release.groups):
-            raise ValueError("integer completions of releases with suppressed totals are "
-                             "computed for 2-D tables without subtotals; this release has "
-                             f"dims {release.dims}" + (" and subtotals" if release.groups
-                                                        else "") + ": use rk.audit")
-        if len(release.dims) == 3:
-            if release.groups:
-                raise ValueError("3-D suppressed releases with subtotals are not supported "
-                                 "(supported: 2-D with totals, 2-D with one level of "
-                                 "subtotals, 3-D with every 2-way margin)")
-            return _enumerate_3d(release, prior, self)
-        if release.groups:
-            return _grouped_2d(release, prior, self, count)
-        win = _windows(release, prior)
-        res = _tabledp.solve(win)
-        if res is None:
-            raise ValueError("no nonnegative integer table completes this suppressed release "
-                             "under this prior")
-        n = _tabledp.count(win) if count else None
-        return _posterior_from_dp(res, release, prior, n, "cell_suppression/dp", self)
-
-    def count_candidates(self, release, prior: Prior | None = None, route: str = "auto") -> int:
-        from ..priors import Uniform
-        prior = prior or Uniform()
-        _need_counts(release)
-        if len(release.dims) == 2 and not release.groups:
-            return _tabledp.count(_windows(release, prior))
-        return self.posterior(release, prior, route=route).n_candidates
-
-
-def _need_counts(release):
-    if release.kind != "count":
-        raise ValueError("posterior over integer completions needs a count release; this "
-                         "release holds magnitudes: use rk.audit for its feasible intervals")
-    if len(release.dims) not in (2, 3):
-        raise ValueError(f"suppressed-release inference covers 2-D tables (with totals, "
-                         f"optionally one level of subtotals) and 3-D tables with every "
-                         f"2-way margin; this release has dims {release.dims}")
-
-
-def _cell_windows(pub, lo_free, hi_free, prior, dims, coords):
-    """Published cells: their value only; suppressed: lo_free..hi_free; prior weights."""
-    pub = np.asarray(pub, dtype=float)
-    supp = np.isnan(pub)
-    fixed = np.where(supp, 0, pub).astype(np.int64)
-    lo = np.where(supp, lo_free, fixed).astype(np.int64)
-    hi = np.where(supp, hi_free, fixed).astype(np.int64)
-    W = int((hi - lo).max(initial=0)) + 1
-    vals = lo[..., None] + np.arange(W)
-    lw = prior.log_weights(vals, dims, coords)
-    lw = np.where(vals <= hi[..., None], lw, -np.inf)
-    return lo, lw
-
-
-def _windows(release, prior: Prior, pub=None, R=None, C=None, N=None, coords=None):
-    if R is None:
-        _need_2d_all_totals(release)
-        d0, d1 = release.dims
-        pub = release.published
-        coords = release.coords
-        if release._hidden_totals():
-            return _windows_hidden_totals(release, prior)
-        R = np.asarray(release.margins[(d0,)], dtype=np.int64)
-        C = np.asarray(release.margins[(d1,)], dtype=np.int64)
-        N = int(release.margins[()])
-    hi = np.minimum(R[:, None], C[None, :])
-    lo, lw = _cell_windows(pub, 0, hi, prior, release.dims, coords)
-    return _tabledp.Windows(lo, lw, R, np.zeros((len(R), 1)), C, np.zeros((len(C), 1)),
-                            int(N), np.zeros(1))
-
-
-def _windows_hidden_totals(release, prior: Prior):
-    """Suppressed totals: each on the integer range of its LP interval (the audit's), with
-    a flat likelihood; suppressed cells on 0..their LP upper bound."""
-    from ..audit import intervals, protection_tol
-    system = release.system()
-    x = release.cell_vector(system)
-    lo, hi = intervals(system, x)
-    if not np.all(np.isfinite(hi)):
-        j = int(np.argmax(~np.isfinite(hi)))
-        raise ValueError(f"{system.labels()[j]} is unbounded given the published cells (the "
-                         "grand total and the totals above it are suppressed): infinitely "
-                         "many integer completions")
-    tol = protection_tol(x)
-    ilo = np.ceil(lo - tol).astype(np.int64)
-    ihi = np.floor(hi + tol).astype(np.int64)
-    parts = {(b.keep, b.grouped): (ilo[b.slice].reshape(b.shape), ihi[b.slice].reshape(b.shape))
-             for b in system.blocks}
-    d0, d1 = release.dims
-
-    def total(keep):
-        a, b = parts[(keep, None)]
-        a, b = np.atleast_1d(a), np.atleast_1d(b)
-        W = int((b - a).max(initial=0)) + 1
-        lw = np.where(np.arange(W) <= (b - a)[:, None], 0.0, -np.inf)
-        return a, lw
-
-    R, Rlw = total((d0,))
-    C, Clw = total((d1,))
-    G, Glw = total(())
-    clo, chi = parts[(release.dims, None)]
-    lo_c, lw = _cell_windows(release.published, clo, chi, prior, release.dims, release.coords)
-    return _tabledp.Windows(lo_c, lw, R, Rlw, C, Clw, int(G[0]), Glw[0])
-
-
-def _grouped_2d(release, prior, mech, count) -> Posterior:
-    """One independent 2-D table per group of the grouped dim."""
-    _need_2d_all_totals(release)
-    (g, parts), = release.groups.items()
-    d0, d1 = release.dims
-    ax = release.dims.index(g)
-    pub = np.asarray(release.published, dtype=float)
-    lines = np.asarray(release.margins[(g,)], dtype=np.int64)          # totals of g's categories
-    sub = np.asarray(release.subtotals[(d0, d1)], dtype=np.int64)      # grouped interior
-    subtot = np.asarray(release.subtotals[(g,)], dtype=np.int64)       # group totals
-    if ax == 1:
-        pub, sub = pub.T, sub.T
-    other = d1 if ax == 0 else d0
-    shape = pub.shape
-    W = 1
-    pieces = []
-    for k, members in enumerate(parts):
-        members = list(members)
-        coords = {g: [release.coords[g][i] for i in members], other: release.coords[other]}
-        # the prior sees the cells in table orientation
-        sub_rel = _Oriented(release, g, other, ax)
-        win = _windows(sub_rel, _TransposedPrior(prior, ax, members, release),
-                       pub=pub[members], R=lines[members], C=sub[k], N=subtot[k],
-                       coords=coords)
-        res = _tabledp.solve(win)
-        if res is None:
-            raise ValueError(f"no nonnegative integer table completes group {k} of {g!r} "
-                             "under this prior")
-        n = _tabledp.count(win) if count else None
-        pieces.append((members, res, n))
-        W = max(W, res["cell"].shape[-1])
-    start = np.zeros(shape, np.int64)
-    probs = np.zeros(shape + (W,))
-    n_total, log_z = 1, 0.0
-    for members, res, n in pieces:
-        start[members] = res["cell_lo"]
-        probs[members, :, : res["cell"].shape[-1]] = res["cell"]
-        log_z += res["log_z"]
-        n_total = None if (n is None or n_total is None) else n_total * n
-    if ax == 1:
-        start, probs = start.T, probs.transpose(1, 0, 2)
-    return Posterior(start=start, probs=probs, dims=release.dims, coords=release.coords,
-                     published=release.published, n_candidates=n_total, log_evidence=log_z,
-                     attrs={"method": "cell_suppression/grouped-dp", "prior": prior.describe(),
-                            "mechanism": mech.describe(), "route": "dp"})
-
-
-class _Oriented:
-    """The dims a per-group sub-table is labelled with (grouped dim first)."""
-
-    def __init__(self, release, g, other, ax):
-        self.dims = (g, other)
-
-
-class _TransposedPrior:
-    """A prior evaluated on a group's rows, in the release's orientation."""
-
-    def __init__(self, prior, ax, members, release):
-        self.prior, self.ax, self.members, self.release = prior, ax, members, release
-
-    def log_weights(self, vals, dims, coords):
-        rel = self.release
-        full_shape = rel.shape + (vals.shape[-1],)
-        big = np.zeros(full_shape, np.int64)
-        v = vals if self.ax == 0 else vals.transpose(1, 0, 2)
-        if self.ax == 0:
-            big[self.members] = v
-        else:
-            big[:, self.members] = v
-        lw = self.prior.log_weights(big, rel.dims, rel.coords)
-        lw = lw[self.members] if self.ax == 0 else lw[:, self.members].transpose(1, 0, 2)
-        return lw
-
-
-def _enumerate_3d(release, prior: Prior, mech) -> Posterior:
-    from .margins_only import _run_3d
-    count, total, hist, mx = _run_3d(
-        release, prior, fixed=release.published,
-        hint=" (supported: 2-D with totals or one level of subtotals, 3-D with every 2-way "
-             "margin)")
-    shape, Vmax = release.shape, hist.shape[-1]
-    if count == 0:
-        raise ValueError("no nonnegative integer table completes this suppressed release "
-                         "under this prior")
-    probs = (hist / total).reshape(shape + (Vmax,))
-    return Posterior(start=np.zeros(shape, np.int64), probs=probs, dims=release.dims,
-                     coords=release.coords, published=release.published,
-                     n_candidates=int(count), log_evidence=float(np.log(total) + mx.sum()),
-                     attrs={"method": "cell_suppression/enumerate", "prior": prior.describe(),
-                            "mechanism": mech.describe(), "route": "enumerate"})

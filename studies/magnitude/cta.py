@@ -1,6 +1,6 @@
 """Controlled tabular adjustment of seed 000's 4 x 9 magnitude table.
 
-Run:  PYTHONPATH=. python studies/magnitude/cta.py     (writes results_cta.md beside this file)
+Run:  python studies/magnitude/cta.py     (writes results_cta.md beside this file)
 
 1. The transcription of seed 000's Table 1 (totals) and Table 3 from its own Table 2.
 2. The seed's "min sum |y|" solution in our model: feasible with unbounded capacities,
@@ -19,15 +19,32 @@ from pathlib import Path
 
 import numpy as np
 
-import riskengine as rk
-from riskengine._io import atomic_write_text
-from riskengine.cta import cta_stats
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
-from tests import seed000 as S
+import riskengine as rk
+from riskengine._io import atomic_write_text
+from riskengine.data.seeds import S000 as S
+from riskengine.magnitude.cta_bivariate import bivariate_stats
+from riskengine.magnitude.cta_milp import cta_stats
+from riskengine.tabular import tabular_system
 
 CELLS = list(S.PROTECTION)
+
+
+def sensitive_mask():
+    """Seed 000 Table 1's seven sensitive cells (those with a protection limit)."""
+    m = np.zeros(S.ORIGINAL.shape, bool)
+    for ij in CELLS:
+        m[ij] = True
+    return m
+
+
+def protection_array():
+    """Seed 000 Table 1's protection limits, 0 on the other cells."""
+    p = np.zeros(S.ORIGINAL.shape)
+    for ij, v in S.PROTECTION.items():
+        p[ij] = v
+    return p
 
 
 def fmt(x, d=2):
@@ -51,14 +68,14 @@ def run(t, sens, prot, cap, **kw):
 
 def main() -> str:
     t = rk.Table(S.ORIGINAL, dims=("row", "col"), kind="magnitude")
-    sens, prot = S.sensitive_mask(), S.protection_array()
+    sens, prot = sensitive_mask(), protection_array()
     a_s = np.array([S.ORIGINAL[ij] for ij in CELLS])
     out = ["# Controlled tabular adjustment: seed 000's 4 x 9 table", ""]
     out += [("Seed 000 (Cox 2003, slides, \"Examples\"): Table 1 (original, protection limits of the "
             "seven sensitive cells), Table 2 (adjusted tables of four LP variants), Table 3 "
             "(Corr(a, a+y), regression slope of a+y on a, Var(a+y)/Var(a) over the sensitive "
-            "cells). Transcription: `tests/seed000.py`; acceptance checks: "
-            "`tests/test_cta_seed000.py`. Moments are population moments."), ""]
+            "cells). Transcription: `riskengine/data/seeds.py` (S000); acceptance checks: "
+            "`tests/magnitude/test_cta_seed000.py`. Moments are population moments."), ""]
     ok_rows = np.allclose(S.ORIGINAL.sum(1), S.ROW_TOTALS)
     ok_cols = np.allclose(S.ORIGINAL.sum(0), S.COL_TOTALS)
     out += [(f"Transcription check: the interior adds up to the printed row totals ({ok_rows}), "
@@ -204,7 +221,6 @@ def _bivariate_section(t, sens, prot, cap) -> list:
     ra = rk.cta(t, sens, prot, cap, **kw)
     rb = rk.cta(tb, sens_b, prot_b, 0.2 * b_vals, **kw)
     t_uni = time.perf_counter() - t0
-    from riskengine.cta_bivariate import bivariate_stats
     idx = np.arange(S.ORIGINAL.size)
     uni = bivariate_stats(ra.original, rb.original, ra.y, rb.y, idx)
     t0 = time.perf_counter()
@@ -233,7 +249,6 @@ def _bivariate_section(t, sens, prot, cap) -> list:
 
 
 def tabular_system_of(t):
-    from riskengine.linear import tabular_system
     return tabular_system(t.dims, t.shape, t.margins)
 
 

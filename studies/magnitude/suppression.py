@@ -24,6 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 import riskengine as rk
 from riskengine._io import atomic_write_text
+from riskengine.data.seeds import S003, S004
 
 # seed 000, "Example 1: 4x9 Table of Magnitude Data & Protection Limits for the 7
 # Disclosure Cells (red)": interior (row and column totals 14488 6583 15271 257 /
@@ -39,13 +40,8 @@ SEED000_PROT = {(0, 8): 21, (1, 0): 1, (1, 8): 7, (2, 7): 40, (3, 1): 10, (3, 3)
 # seed 000 "Example 1a: After Optimal Suppression: 11 Cells (30%) & 2759 Units (7.5%)"
 SEED000_PATTERN = [(0, 0), (0, 3), (0, 8), (1, 0), (1, 7), (1, 8), (2, 1), (2, 7), (3, 1),
                    (3, 3), (3, 8)]
-# seed 004 §3.1 Table 1 and its patterns (0-based cells)
-SEED004 = np.array([[20, 10, 20, 10, 20], [10, 10, 20, 5, 15], [40, 10, 10, 20, 10],
-                    [5, 5, 15, 10, 5]], dtype=float)
-SEED004_SENS = [(0, 0), (1, 2), (2, 3), (3, 3)]
-SEED004_IDEAL = [(0, 3), (1, 0), (2, 2), (3, 0)]
-SEED004_NETWORK = [(0, 1), (1, 0), (1, 1), (2, 2), (3, 0), (3, 1)]
-SEED003 = np.array([[15, 1, 3, 1], [20, 10, 10, 15], [3, 10, 10, 2], [12, 14, 7, 2]])
+# seed 003's 4 x 4 count table (slide "Table of Counts") and its suppression pattern
+SEED003 = np.array(S003.ORIGINAL_2D)
 SEED003_SUPP = [(0, 1), (0, 2), (0, 3), (2, 2), (2, 3), (3, 1), (3, 3)]
 
 
@@ -129,16 +125,16 @@ def seed000(out):
 
 
 def seed004(out):
-    x = SEED004
-    sens = mask(x.shape, SEED004_SENS)
-    prot = np.where(sens, 0.5 * x, 0.0)
+    x = np.array(S004.TABLE1)
+    sens = mask(x.shape, S004.TABLE1_SENSITIVE)
+    prot = np.where(sens, S004.TABLE1_PROTECTION_SHARE * x, 0.0)
     out += ["## 2. Seed 004 §3.1 Table 1", "",
             ("Disclosure cells (1,1) = 20, (2,3) = 20, (3,4) = 20, (4,4) = 10, each needing "
             "50 % of its value."), "",
             "| pattern | complements | value of complements | under-protected | exact |",
             "|---|---|---|---|---|"]
-    for name, cells in (("seed: ideal (combinatorial)", SEED004_IDEAL),
-                        ("seed: network method", SEED004_NETWORK)):
+    for name, cells in (("seed: ideal (combinatorial)", S004.TABLE1_IDEAL),
+                        ("seed: network method", S004.TABLE1_NETWORK)):
         supp = sens | mask(x.shape, cells)
         a = rk.audit(release(x, supp, ("r", "c")), sens, prot, table=x)
         out.append(f"| {name} | {len(cells)} | {x[mask(x.shape, cells)].sum():g} | "
@@ -155,9 +151,10 @@ def seed004(out):
             "(4) [and] the least total value possible (35)\" - reproduced by the optimal "
             "method (4 complements, 35). The heuristic's pattern:"), "",
             *grid(x, np.isnan(np.asarray(rel.published, float))), ""]
-    D = np.nan
-    pub = np.array([[D, D, D, 0], [0, D, D, 0], [D, 0, 0, D], [D, 0, 0, D]])
-    ex = rk.Release(pub, margins={("r",): [10, 9, 8, 7], ("c",): [12, 8, 7, 7], (): 34},
+    ex = rk.Release(np.array(S004.EXERCISE),
+                    margins={("r",): list(S004.EXERCISE_ROW_TOTALS),
+                             ("c",): list(S004.EXERCISE_COL_TOTALS),
+                             (): S004.EXERCISE_GRAND_TOTAL},
                     mechanism=rk.CellSuppression(), dims=("r", "c"))
     a = rk.audit(ex)
     cells = [tuple(int(i) for i in c) for c in np.argwhere(a["exact"].values)]

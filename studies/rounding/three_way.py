@@ -24,7 +24,7 @@ import numpy as np
 import riskengine as rk
 from riskengine._io import atomic_write_text
 from riskengine.mechanisms import _rounding3d as R3
-from riskengine.mechanisms.rounding import _cox_unbiased
+from riskengine.mechanisms._cox import cox_unbiased as _cox_unbiased
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))

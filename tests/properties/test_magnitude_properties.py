@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import riskengine as rk
-from riskengine.sensitivity import PQ, Dominance, PPercent, Sum
+from riskengine.magnitude.sensitivity import PQ, Dominance, PPercent, Sum
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,58 @@
+"""The one place that turns a route's plain arrays into a labelled ``rk.Posterior``.
+
+Routes compute per-cell windows (first value + probabilities), the log evidence, the
+exact count and the totals' windows; :func:`label` attaches the release's dims and
+labels and the attrs every posterior carries (method, prior, mechanism, route, and
+``approximation`` for anything that is not the exact posterior).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..posterior import Posterior
+
+__all__ = ["label", "total"]
+
+
+def label(release, prior, *, route: str, start, probs, log_evidence: float,
+          n_candidates=None, totals=None, method: str | None = None, note: str = "",
+          approximation: str = "") -> Posterior:
+    """The posterior of ``release`` from plain arrays.
+
+    Parameters
+    ----------
+    start, probs
+        Per interior cell: first value of its window (table shape) and probabilities
+        (table shape + window), each cell's row summing to 1.
+    totals : dict, optional
+        ``{dims kept: (start, probs)}`` for totals that are not published exactly.
+    method : str, optional
+        ``attrs["method"]``; default ``"<mechanism name>/<route>"``.
+    note : str
+        Why ``n_candidates`` is None (``attrs["n_candidates_note"]``).
+    approximation : str
+        What is approximated (``attrs["approximation"]``); empty for exact posteriors.
+    """
+    mech = release.mechanism
+    attrs = {"method": method or f"{mech.name}/{route}", "prior": prior.describe(),
+             "mechanism": mech.describe(), "route": route}
+    if note:
+        attrs["n_candidates_note"] = note
+    if approximation:
+        attrs["approximation"] = approximation
+    post = Posterior(start=start, probs=probs, dims=release.dims, coords=release.coords,
+                     published=release.published, n_candidates=n_candidates,
+                     log_evidence=log_evidence, attrs=attrs)
+    for keep, (lo, p) in (totals or {}).items():
+        post.totals[tuple(keep)] = total(release, keep, lo, p)
+    return post
+
+
+def total(release, keep, start, probs) -> Posterior:
+    """The posterior of the totals keeping ``keep`` (labelled by those dims)."""
+    keep = tuple(keep)
+    coords = {d: release.coords[d] for d in keep}
+    return Posterior(start=np.asarray(start), probs=np.asarray(probs), dims=keep, coords=coords,
+                     published=release.margins.get(keep),
+                     attrs={"description": f"posterior of the total {keep}"})

@@ -1,0 +1,144 @@
+"""Cyclic perturbation in group form: the problem both cyclic routes solve.
+
+Cells whose rows of the cycle matrix are identical (same cycles, same signs) form one
+*group*: they move together, so one integer offset per group is the whole state.  For a
+sign vector e the candidate original is ``T = P - sum_k e_k C_k``; a cell of group g has
+``T_c = P_c - o_g`` with ``o_g = sum_k R[g, k] e_k``.  The prior enters as one log factor
+per group and offset; uncovered cells are fixed at their published value.
+
+Routes: :mod:`.cyclic_structured` (sum-product on a clique tree over the cycle signs) and
+:mod:`.cyclic_enumerate` (Numba streaming enumeration of all sign vectors).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernels.elimination import max_clique_size
+
+from . import _label
+
+__all__ = ["CyclicProblem", "build", "to_posterior"]
+
+RULES = ("negative", "any_zero")
+
+
+@dataclass
+class CyclicProblem:
+    P: np.ndarray          # published, int64, table shape
+    R: np.ndarray          # (G, m) cycle coefficients of each covered group
+    cell_group: np.ndarray  # (ncells,) group of each cell, -1 if uncovered
+    pmin: np.ndarray       # (G,) smallest published value in the group
+    logF: np.ndarray       # (G, W) group log prior factor at offset o (index o + K)
+    K: int
+    const: float           # log prior of uncovered cells (fixed at their published value)
+    alpha: float
+    beta: float
+    gamma: float
+    rule: int
+    empty: bool
+    _width: int | None = None
+
+    @property
+    def m(self) -> int:
+        return self.R.shape[1]
+
+    @property
+    def G(self) -> int:
+        return self.R.shape[0]
+
+    def scopes(self):
+        return [tuple(np.nonzero(r)[0].tolist()) for r in self.R]
+
+    def cycle_groups(self, k):
+        return np.nonzero(self.R[:, k])[0]
+
+    def cycle_scope(self, k):
+        later = set()
+        for g in self.cycle_groups(k):
+            later.update(j for j in np.nonzero(self.R[g])[0].tolist() if j > k)
+        return tuple(sorted({k} | later))
+
+    def all_scopes(self):
+        return self.scopes() + [self.cycle_scope(k) for k in range(self.m)]
+
+    def width(self) -> int:
+        if self._width is None:
+            self._width = max_clique_size(self.all_scopes(), list(range(self.m)))
+        return self._width
+
+
+_LAST = [None]   # (release, prior, problem) of the last call: routes ask several times
+
+
+def build(mech, release, prior) -> CyclicProblem:
+    """The group form of a cyclic release under ``prior`` (``mech``: the mechanism); the
+    last one is kept, as the resolver and the route ask for it in turn."""
+    last = _LAST[0]
+    if last is not None and last[0] is release and last[1] is prior and last[2] is mech:
+        return last[3]
+    pb = _build(mech, np.asarray(release.published).astype(np.int64), release.dims,
+                release.coords, prior.log_weights)
+    _LAST[0] = (release, prior, mech, pb)
+    return pb
+
+
+def _build(mech, P, dims, coords, log_weights) -> CyclicProblem:
+    m = mech.m
+    A = mech.cycles.reshape(m, -1).T
+    rows, inv = np.unique(A, axis=0, return_inverse=True)
+    inv = inv.ravel()
+    covered = np.any(rows != 0, axis=1)
+    gid = np.full(len(rows), -1)
+    gid[covered] = np.arange(int(covered.sum()))
+    cell_group = gid[inv]
+    R = rows[covered]
+    G = R.shape[0]
+    K = int(np.abs(R).sum(axis=1).max())
+    W = 2 * K + 1
+    Pf = P.ravel()
+    values = (Pf - K)[:, None] + np.arange(W)
+    lw = log_weights(values.reshape(P.shape + (W,)), dims, coords)
+    lw = lw.reshape(Pf.size, W)
+    cov = cell_group >= 0
+    logF = np.zeros((G, W))
+    np.add.at(logF, cell_group[cov], lw[cov, ::-1])
+    pmin = np.full(G, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(pmin, cell_group[cov], Pf[cov])
+    const = float(lw[~cov, K].sum()) if (~cov).any() else 0.0
+    empty = (not np.isfinite(const)) or bool(np.any(~np.isfinite(logF).any(axis=1)))
+    return CyclicProblem(P=P, R=R, cell_group=cell_group, pmin=pmin, logF=logF, K=K,
+                         const=const, alpha=mech.alpha, beta=mech.beta, gamma=mech.gamma,
+                         rule=RULES.index(mech.rule), empty=empty)
+
+
+def point_mass(mech, release, original) -> CyclicProblem:
+    """The group form with all prior mass on ``original`` (the likelihood of one table)."""
+    t = np.asarray(original)
+
+    def log_weights(values, dims, coords):
+        return np.where(values == t[..., None], 0.0, -np.inf)
+
+    return _build(mech, np.asarray(release.published).astype(np.int64), release.dims,
+                  release.coords, log_weights)
+
+
+def to_posterior(pb: CyclicProblem, res: dict, release, prior, route: str):
+    """The labelled posterior from a route's group pmfs."""
+    K, W = pb.K, 2 * pb.K + 1
+    shape = pb.P.shape
+    Pf = pb.P.ravel()
+    probs = np.zeros((Pf.size, W))
+    cov = pb.cell_group >= 0
+    probs[cov] = res["group_pmf"][pb.cell_group[cov], ::-1]
+    probs[~cov, K] = 1.0
+    start = Pf - K
+    for sh in range(1, K + 1):  # windows start at 0 at the lowest: negative values have no mass
+        rows = start == -sh
+        probs[rows] = np.concatenate([probs[rows, sh:], np.zeros((int(rows.sum()), sh))], axis=1)
+    start = np.maximum(start, 0).reshape(shape)
+    return _label.label(release, prior, route=route, start=start,
+                        probs=probs.reshape(shape + (W,)), log_evidence=res["log_evidence"],
+                        n_candidates=res["n_candidates"], note=res.get("note", ""))

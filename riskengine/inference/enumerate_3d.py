@@ -1,0 +1,129 @@
+"""The 3-D enumeration route: every I x J x K table with the release's 2-way margins.
+
+A streaming Numba walk (``kernels.table_enum``) over the cells in C order, pruned by
+what every line through a cell can still hold, with windows on every cell and every
+total (exact margins: windows of one value).  It accumulates the count, the evidence and
+every cell's and total's weighted histogram without storing a table.  Offered by every
+mechanism with per-entry windows on 3-D tables (margins only, controlled rounding,
+suppression).  1-way margins and the grand total that the release does not publish are
+implied by the 2-way ones: they get the flat window their 2-way parent allows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernels import table_enum
+
+from ..mechanisms._base import Route
+from . import _label
+from .windows import EntryWindows, flat
+
+__all__ = ["Enumerate3D", "enumerate_windows", "order"]
+
+
+def order(dims) -> list:
+    """The totals in the kernel's order: ij, ik, jk, i, j, k, grand."""
+    a, b, c = dims
+    return [(a, b), (a, c), (b, c), (a,), (b,), (c,), ()]
+
+
+def _complete(ew: EntryWindows) -> tuple:
+    """``(lo, lw)`` of every total in kernel order, the unpublished lower ones filled in."""
+    lo, lw = dict(ew.lo), dict(ew.lw)
+    dims = ew.dims
+    for keep in order(dims)[3:]:
+        if keep in lo:
+            continue
+        parent = next(k for k in order(dims)[:3] if set(keep) <= set(k))
+        axes = tuple(i for i, d in enumerate(parent) if d not in keep)
+        fin = np.isfinite(lw[parent])
+        plo = lo[parent] + np.argmax(fin, axis=-1)
+        phi = lo[parent] + fin.shape[-1] - 1 - np.argmax(fin[..., ::-1], axis=-1)
+        lo[keep], lw[keep] = flat(plo.sum(axis=axes), phi.sum(axis=axes))
+    return [lo[k] for k in order(dims)], [lw[k] for k in order(dims)]
+
+
+def _exp_rows(lw):
+    """Weights rescaled so that each row's largest is 1, and the log of the factor taken out."""
+    fin = np.isfinite(lw)
+    mx = np.where(fin, lw, -np.inf).max(axis=-1)
+    mx = np.where(np.isfinite(mx), mx, 0.0)
+    return np.where(fin, np.exp(lw - mx[..., None]), 0.0), float(mx.sum())
+
+
+def enumerate_windows(ew: EntryWindows) -> dict:
+    """Run the kernel on entry windows (prior included): count, evidence and histograms."""
+    I, J, K = ew.shape
+    clo, clw = ew.interior
+    mlos, mlws = _complete(ew)
+    Wm = max(w.shape[-1] for w in mlws)
+    mlo = np.concatenate([np.ravel(x) for x in mlos]).astype(np.int64)
+    mlw = np.concatenate([np.concatenate([w.reshape(-1, w.shape[-1]),
+                                          np.full((int(np.prod(w.shape[:-1], dtype=np.int64)),
+                                                   Wm - w.shape[-1]), -np.inf)], axis=1)
+                          for w in mlws])
+    cwt, cshift = _exp_rows(clw.reshape(I * J * K, -1))
+    mwt, mshift = _exp_rows(mlw)
+    count, total, hist, mhist = table_enum.enumerate_3d_windows(
+        I, J, K, np.ascontiguousarray(clo.ravel(), dtype=np.int64), cwt, mlo, mwt)
+    return {"count": int(count), "total": float(total), "shift": cshift + mshift,
+            "hist": hist, "mhist": mhist, "clo": clo, "mlo": mlo}
+
+
+class Enumerate3D(Route):
+    """Streaming enumeration of 3-D tables with every 2-way margin published.
+
+    ``windows(release) -> EntryWindows`` describes the mechanism (without the prior).
+    """
+
+    name = "enumerate"
+
+    def __init__(self, windows):
+        self._windows = windows
+
+    def applies(self, release, prior):
+        if release.kind != "count":
+            return ("the exact routes walk integer tables and need a count release; this "
+                    "release holds magnitudes (rk.audit gives their intervals)")
+        if len(release.dims) != 3:
+            return f"the 3-D enumerator covers 3-D tables; this release has dims {release.dims}"
+        missing = [k for k in order(release.dims)[:3] if k not in release.margins]
+        if missing:
+            return f"the 3-D enumerator needs every 2-way margin published; missing {missing}"
+        if release.groups:
+            return "the 3-D enumerator does not use published subtotals"
+        return None
+
+    def _run(self, release, prior):
+        ew = self._windows(release).with_prior(prior, release.coords).trimmed()
+        if ew is None:
+            return None, None
+        return ew, enumerate_windows(ew)
+
+    def run(self, release, prior, *, count=True, progress=None, memory):
+        ew, res = self._run(release, prior)
+        if ew is None or res["count"] == 0:
+            raise ValueError(f"no original table is consistent with this "
+                             f"{release.mechanism.name} release under this prior")
+        total = res["total"]
+        if not total > 1e-290:
+            raise FloatingPointError(f"enumeration weights underflowed (total {total!r})")
+        shape = release.shape
+        totals, at = {}, 0
+        for keep in order(release.dims):
+            tshape = tuple(shape[release.dims.index(d)] for d in keep)
+            n = int(np.prod(tshape, dtype=np.int64))
+            if keep in release.margins:
+                totals[keep] = (res["mlo"][at:at + n].reshape(tshape),
+                                (res["mhist"][at:at + n] / total).reshape(tshape + (-1,)))
+            at += n
+        return _label.label(release, prior, route=self.name, start=res["clo"],
+                            probs=(res["hist"] / total).reshape(shape + (-1,)),
+                            log_evidence=float(np.log(total) + res["shift"]),
+                            n_candidates=res["count"], totals=totals,
+                            approximation=ew.approximation)
+
+    def count(self, release, prior, *, progress=None, memory):
+        ew, res = self._run(release, prior)
+        return 0 if ew is None else res["count"]

@@ -1,0 +1,109 @@
+"""The grouped-subtotals route: a 2-D table with one level of subtotals along one dim.
+
+With the totals of every category of the grouped dim and the subtotals of every group
+published exactly, the table splits into independent 2-D tables, one per group (its
+member rows, with the group's subtotal row as column totals and the group's subtotal as
+grand total), each solved by the table DP; counts multiply and log evidences add.  The
+column totals and the grand total of the whole table are sums of the subtotals (the
+release checks that they agree).  For releases whose published interior cells are exact
+(NaN = unknown): suppression, margins only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..mechanisms._base import Route
+from . import _label
+from . import table_dp as dp
+from .windows import exact, flat
+
+__all__ = ["Grouped2D"]
+
+
+class Grouped2D(Route):
+    """Exact posterior of 2-D releases with one level of subtotals (see the module)."""
+
+    name = "grouped-dp"
+
+    def applies(self, release, prior):
+        if release.kind != "count":
+            return ("the exact routes walk integer tables and need a count release; this "
+                    "release holds magnitudes (rk.audit gives their intervals)")
+        if len(release.dims) != 2 or not release.groups:
+            return "the grouped route covers 2-D tables with one level of subtotals"
+        (g,) = release.groups
+        if (g,) not in release.margins:
+            return f"the grouped route needs the totals of every category of {g!r}"
+        if release._hidden_totals():
+            return "the grouped route needs every total and subtotal published"
+        return None
+
+    def _pieces(self, release, prior):
+        (g, parts), = release.groups.items()
+        d0, d1 = release.dims
+        ax = release.dims.index(g)
+        pub = (np.full(release.shape, np.nan) if release.published is None
+               else np.asarray(release.published, dtype=float))
+        lines = np.asarray(release.margins[(g,)], dtype=np.int64)       # g's category totals
+        sub = np.asarray(release.subtotals[(d0, d1)], dtype=np.int64)   # grouped interior
+        subtot = np.asarray(release.subtotals[(g,)], dtype=np.int64)    # group totals
+        # interior windows with the prior, in the release's orientation: a free cell ranges
+        # up to its category total and its group's subtotal in its column
+        gid = np.empty(release.shape[ax], np.int64)
+        for k, members in enumerate(parts):
+            gid[list(members)] = k
+        line_b = lines[:, None] if ax == 0 else lines[None, :]
+        sub_b = sub[gid] if ax == 0 else sub[:, gid]
+        bound = np.minimum(line_b, sub_b)
+        free = np.isnan(pub)
+        val = np.where(free, 0, pub).astype(np.int64)
+        lo, lw = flat(np.where(free, 0, val), np.where(free, bound, val))
+        vals = lo[..., None] + np.arange(lw.shape[-1])
+        with np.errstate(invalid="ignore"):
+            lw = lw + prior.log_weights(vals, release.dims, release.coords)
+        lw = np.where(np.isnan(lw), -np.inf, lw)
+        if ax == 1:
+            lo, lw, sub = lo.T, lw.transpose(1, 0, 2), sub.T
+        pieces = []
+        for k, members in enumerate(parts):
+            members = list(members)
+            rlo, rlw = exact(lines[members])
+            clo, clw = exact(sub[k])
+            glo, glw = exact(subtot[k])
+            pieces.append((members, dp.Windows(lo[members], lw[members], rlo, rlw, clo, clw,
+                                               int(glo), glw.reshape(-1))))
+        return ax, pieces
+
+    def run(self, release, prior, *, count=True, progress=None, memory):
+        ax, pieces = self._pieces(release, prior)
+        g = next(iter(release.groups))
+        shape = release.shape if ax == 0 else release.shape[::-1]
+        results = []
+        for k, (members, win) in enumerate(pieces):
+            res = dp.solve(win, with_count=count, max_states=memory / 8)
+            if res is None:
+                raise ValueError(f"no nonnegative integer table completes group {k} of {g!r} "
+                                 "under this prior")
+            results.append((members, res))
+        W = max(res["cell"].shape[-1] for _, res in results)
+        start = np.zeros(shape, np.int64)
+        probs = np.zeros(shape + (W,))
+        n_total, log_z = (1 if count else None), 0.0
+        for members, res in results:
+            start[members] = res["cell_lo"]
+            probs[members, :, : res["cell"].shape[-1]] = res["cell"]
+            log_z += res["log_z"]
+            if count:
+                n_total *= res["n"]
+        if ax == 1:
+            start, probs = start.T, probs.transpose(1, 0, 2)
+        return _label.label(release, prior, route=self.name, start=start, probs=probs,
+                            log_evidence=log_z, n_candidates=n_total)
+
+    def count(self, release, prior, *, progress=None, memory):
+        _, pieces = self._pieces(release, prior)
+        n = 1
+        for _, win in pieces:
+            n *= dp.count(win, max_states=memory / 8)
+        return n

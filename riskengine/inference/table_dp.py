@@ -1,0 +1,297 @@
+"""The exact table DP route: 2-D count tables with all their totals (kernels.table_dp).
+
+Everything is described as log-weights over windows (:mod:`.windows`): every interior
+cell, every row total, every column total and the grand total has a first value and a
+row of log-weights (-inf = impossible).  ``solve`` returns the log evidence and the
+marginal of every entry; ``count`` returns the exact number of tables with positive
+weight (exact integers: the kernel adds 64-bit limbs with carries, with enough limbs for
+an upper bound of the count).  :class:`TableDP` is the route every mechanism with
+per-entry windows on a 2-D table offers (margins only, controlled rounding, suppression).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernels import table_dp
+
+from ..mechanisms._base import Cost, Route
+from . import _label
+from .windows import EntryWindows
+
+__all__ = ["TableDP", "Windows", "count", "from_entries", "solve", "states"]
+
+
+@dataclass
+class Windows:
+    """Log-weight windows of every entry of a 2-D table with totals."""
+    cell_lo: np.ndarray      # (r, c) int64
+    cell_lw: np.ndarray      # (r, c, W) float
+    row_lo: np.ndarray       # (r,)
+    row_lw: np.ndarray       # (r, Wr)
+    col_lo: np.ndarray       # (c,)
+    col_lw: np.ndarray       # (c, Wc)
+    grand_lo: int
+    grand_lw: np.ndarray     # (Wg,)
+
+    def trimmed(self) -> Windows:
+        """Drop impossible values at the ends of every window (tighter DP state)."""
+        def trim(lo, lw):
+            fin = np.isfinite(lw)
+            if not fin.any(axis=-1).all():
+                raise _Empty()
+            first = np.argmax(fin, axis=-1)
+            last = lw.shape[-1] - 1 - np.argmax(fin[..., ::-1], axis=-1)
+            W = int((last - first).max()) + 1
+            idx = first[..., None] + np.arange(W)
+            ok = idx <= last[..., None]
+            vals = np.take_along_axis(lw, np.minimum(idx, lw.shape[-1] - 1), axis=-1)
+            return lo + first, np.where(ok, vals, -np.inf)
+        cl, cw = trim(self.cell_lo, self.cell_lw)
+        rl, rw = trim(self.row_lo, self.row_lw)
+        kl, kw = trim(self.col_lo, self.col_lw)
+        gl, gw = trim(np.array(self.grand_lo), self.grand_lw)
+        return Windows(cl, cw, rl, rw, kl, kw, int(gl), gw)
+
+
+    def rows_permuted(self, perm) -> Windows:
+        """The same windows with the rows in the order ``perm``."""
+        return Windows(self.cell_lo[perm], self.cell_lw[perm], self.row_lo[perm],
+                       self.row_lw[perm], self.col_lo, self.col_lw, self.grand_lo,
+                       self.grand_lw)
+
+
+def _largest_row_last(win: Windows):
+    """With every total fixed the DP stores the last row's sum implicitly (through the
+    column sum): put the row with the largest total last, the others keep their order."""
+    r, _, derived = _prepare(win)
+    perm = np.arange(r)
+    if derived and r > 1:
+        k = int(np.argmax(win.row_lo))
+        perm = np.concatenate([perm[perm != k], [k]])
+    return win.rows_permuted(perm), np.argsort(perm)
+
+
+class _Empty(Exception):
+    pass
+
+
+def _prepare(win: Windows):
+    r = win.cell_lo.shape[0]
+    row_lo_hi = np.stack([win.row_lo, win.row_lo + win.row_lw.shape[1] - 1], axis=1)
+    derived = (win.row_lw.shape[1] == 1 and win.col_lw.shape[1] == 1
+               and win.grand_lw.shape[0] == 1)
+    return r, row_lo_hi.astype(np.int64), derived
+
+
+def _start_weights(win: Windows, indicator: bool):
+    """init_fn for the DP: weights of every vector of row totals in a box, with the
+    grand total's weight (a function of their sum).  Returns (fn, log scale)."""
+    scale = [0.0]
+
+    def fn(roff, rsize):
+        r = len(rsize)
+        lw = np.zeros(1)
+        tot = np.zeros(1, np.int64)
+        for i in range(r):
+            vals = roff[i] + np.arange(rsize[i])
+            k = vals - win.row_lo[i]
+            row = np.full(rsize[i], -np.inf)
+            ok = (k >= 0) & (k < win.row_lw.shape[1])
+            row[ok] = win.row_lw[i, k[ok]]
+            lw = (lw[:, None] + row[None, :]).ravel()
+            tot = (tot[:, None] + vals[None, :]).ravel()
+        g = tot - win.grand_lo
+        gok = (g >= 0) & (g < win.grand_lw.shape[0])
+        glw = np.full(lw.size, -np.inf)
+        glw[gok] = win.grand_lw[g[gok]]
+        lw = lw + glw
+        fin = np.isfinite(lw)
+        if indicator:
+            return fin.astype(float)
+        mx = lw[fin].max() if fin.any() else 0.0
+        scale[0] = mx
+        return np.where(fin, np.exp(lw - mx), 0.0)
+
+    return fn, scale
+
+
+def _scaled(lw):
+    fin = np.isfinite(lw)
+    mx = np.where(fin, lw, -np.inf).max(axis=-1)
+    mx = np.where(np.isfinite(mx), mx, 0.0)
+    return np.where(fin, np.exp(lw - mx[..., None]), 0.0), mx
+
+
+def _col_starts(win: Windows, derived):
+    c = win.col_lo.shape[0]
+    if not derived:
+        return np.zeros(c, np.int64)
+    N = win.grand_lo
+    return (N - np.concatenate([[0], np.cumsum(win.col_lo)[:-1]])).astype(np.int64)
+
+
+def _args(win: Windows):
+    r, row_lo_hi, derived = _prepare(win)
+    init_fn, scale = _start_weights(win, indicator=False)
+    init_ind, _ = _start_weights(win, indicator=True)
+    cw, cmx = _scaled(win.cell_lw)
+    kw, kmx = _scaled(win.col_lw)
+    args = (init_fn, init_ind, row_lo_hi, win.cell_lo.astype(np.int64), cw,
+            np.isfinite(win.cell_lw), win.col_lo.astype(np.int64), kw, np.isfinite(win.col_lw),
+            derived, _col_starts(win, derived))
+    return r, derived, args, scale, cmx.sum() + kmx.sum()
+
+
+def _limbs(win: Windows, derived: bool) -> int:
+    """64-bit limbs enough for the count: it is at most the product of the number of
+    possible values of the cells that are not implied by the margins."""
+    n = np.isfinite(win.cell_lw).sum(axis=-1)
+    if derived:                        # last row and column follow from the fixed totals
+        n = n[:-1, :-1]
+    bound = math.prod(int(x) for x in n.ravel())
+    return bound.bit_length() // 64 + 1
+
+
+def states(win: Windows) -> tuple:
+    """(largest stage, total) number of stored DP states, without running the DP."""
+    try:
+        win = win.trimmed()
+    except _Empty:
+        return 0.0, 0.0
+    win, _ = _largest_row_last(win)
+    _, derived, args, _, _ = _args(win)
+    return table_dp.n_states(args[2], args[3], args[4], args[6], args[7], derived)
+
+
+def solve(win: Windows, with_count: bool = False, max_states: float = np.inf) -> dict | None:
+    """Log evidence and all marginals (and with ``with_count`` the exact number of
+    tables with positive weight, key ``n``, from the same forward pass); None when no
+    table has positive weight."""
+    try:
+        win = win.trimmed()
+    except _Empty:
+        return None
+    win, inv = _largest_row_last(win)
+    r, derived, args, scale, shift = _args(win)
+    L = _limbs(win, derived) if with_count else 0
+    res = table_dp.run(*args, limbs=L, posterior=True, max_states=max_states)
+    if not np.isfinite(res["log_z"]):
+        return None
+    log_z = res["log_z"] + scale[0] + shift
+    start, roff, rsize = res["start"], res["roff0"], res["rsize0"]
+    grid = start.reshape(tuple(int(x) for x in rsize))
+    rows = [grid.sum(axis=tuple(k for k in range(r) if k != i)) for i in range(r)]
+    tot = np.zeros(1, np.int64)
+    for i in range(r):
+        tot = (tot[:, None] + np.arange(rsize[i])[None, :]).ravel()
+    grand = np.bincount(tot, weights=start)
+    return {"log_z": log_z, "cell_lo": win.cell_lo[inv], "cell": res["cell"][inv],
+            "row_lo": roff.astype(np.int64)[inv], "row": _pad(rows)[inv],
+            "col_lo": win.col_lo, "col": res["col"],
+            "grand_lo": int(roff.sum()), "grand": grand,
+            "n": int(res["count"]) if with_count else None}
+
+
+def _pad(rows):
+    W = max(len(x) for x in rows)
+    return np.array([np.concatenate([x, np.zeros(W - len(x))]) for x in rows])
+
+
+def count(win: Windows, max_states: float = np.inf) -> int:
+    """Exact number of tables with positive weight (one forward pass in exact
+    multi-limb integer arithmetic)."""
+    try:
+        win = win.trimmed()
+    except _Empty:
+        return 0
+    win, _ = _largest_row_last(win)
+    _, derived, args, _, _ = _args(win)
+    res = table_dp.run(*args, limbs=_limbs(win, derived), posterior=False,
+                       max_states=max_states)
+    return int(res["count"])
+
+
+def from_entries(ew: EntryWindows) -> Windows:
+    """The DP's windows from a release's entry windows (2-D, every total)."""
+    d0, d1 = ew.dims
+    glo, glw = ew.lo[()], ew.lw[()]
+    return Windows(ew.lo[ew.dims], ew.lw[ew.dims], ew.lo[(d0,)], ew.lw[(d0,)], ew.lo[(d1,)],
+                   ew.lw[(d1,)], int(glo), np.asarray(glw).reshape(-1))
+
+
+def memory(win: Windows, what: str) -> tuple:
+    """``(bytes, detail)`` the DP needs for ``what`` (``"posterior"``: every stored stage,
+    plus the count's limbs; ``"count"``: two stages of limbs)."""
+    big, tot = states(win)
+    if tot == 0:
+        return 0.0, "no candidate"
+    limbs = _limbs(win, _prepare(win)[2])
+    if what == "count":
+        return 2 * big * 8 * limbs, f"{big:.3g} states in the largest DP stage x {limbs} limbs"
+    return (tot + 2 * big) * 8 + 2 * big * 8 * limbs, f"{tot:.3g} stored DP states"
+
+
+class TableDP(Route):
+    """Exact forward-backward DP over the cells of a 2-D table with its totals.
+
+    ``windows(release) -> EntryWindows`` describes the mechanism (without the prior).
+    """
+
+    name = "dp"
+
+    def __init__(self, windows):
+        self._windows = windows
+        self._last = None
+
+    def applies(self, release, prior):
+        if release.kind != "count":
+            return ("the exact routes walk integer tables and need a count release; this "
+                    "release holds magnitudes (rk.audit gives their intervals)")
+        if len(release.dims) != 2:
+            return f"the table DP covers 2-D tables; this release has dims {release.dims}"
+        d0, d1 = release.dims
+        missing = [k for k in ((d0,), (d1,), ()) if k not in release.margins]
+        if missing:
+            return (f"the table DP needs every total of the 2-D table published; missing "
+                    f"{missing}")
+        if release.groups:
+            return "the table DP does not use published subtotals"
+        return None
+
+    def prepared(self, release, prior):
+        """``(entry windows with the prior, DP windows or None when no candidate)``,
+        kept for the next call on the same release and prior."""
+        last = self._last
+        if last is not None and last[0] is release and last[1] is prior:
+            return last[2]
+        ew = self._windows(release).with_prior(prior, release.coords)
+        out = (ew, from_entries(ew))
+        self._last = (release, prior, out)
+        return out
+
+    def estimate(self, release, prior, what="posterior"):
+        _, win = self.prepared(release, prior)
+        need, detail = memory(win, what)
+        return Cost(need, detail)
+
+    def run(self, release, prior, *, count=True, progress=None, memory):
+        ew, win = self.prepared(release, prior)
+        res = solve(win, with_count=count, max_states=memory / 8)
+        if res is None:
+            raise ValueError(f"no original table is consistent with this "
+                             f"{release.mechanism.name} release under this prior")
+        d0, d1 = release.dims
+        totals = {(d0,): (res["row_lo"], res["row"]), (d1,): (res["col_lo"], res["col"]),
+                  (): (np.array(res["grand_lo"]), res["grand"])}
+        return _label.label(release, prior, route=self.name, start=res["cell_lo"],
+                            probs=res["cell"], log_evidence=res["log_z"],
+                            n_candidates=res["n"], totals=totals,
+                            approximation=ew.approximation)
+
+    def count(self, release, prior, *, progress=None, memory):
+        _, win = self.prepared(release, prior)
+        return count(win, max_states=memory / 8)

@@ -29,14 +29,10 @@ from pathlib import Path
 import numpy as np
 
 import riskengine as rk
+from riskengine.data.seeds import S003 as S
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scaling import make_release
-
-from tests import seed003 as S
-
-SEED003_ROUNDED = np.array([[15, 0, 3, 0], [21, 9, 12, 15], [3, 9, 9, 3], [12, 15, 6, 3]])
 
 
 def ensure_normaliz() -> str:
@@ -123,7 +119,7 @@ def instances():
     seed_t = rk.Table(S.ORIGINAL_2D, dims=("v", "w"))
     yield "seed 003 margins only (4x4, n=135)", rk.MarginsOnly().protect(seed_t)
     yield "seed 003 rounding base 3 (4x4)", rk.Release(
-        SEED003_ROUNDED, mechanism=rk.ControlledRounding(3), dims=("v", "w"))
+        S.ROUNDED_2D, mechanism=rk.ControlledRounding(S.ROUNDING_BASE), dims=("v", "w"))
     for kind, base, mean, n in [("margins only", None, 2, 3), ("margins only", None, 5, 3),
                                 ("margins only", None, 20, 3), ("margins only", None, 1, 4),
                                 ("margins only", None, 2, 4), ("margins only", None, 5, 4),

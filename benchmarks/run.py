@@ -68,13 +68,10 @@ def main(argv=None):
                      None))
 
     # controlled rounding and margins only (exact table DP; issue 3)
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests import seed003 as S
+    from riskengine.data.seeds import S003 as S
     seed_t = rk.Table(S.ORIGINAL_2D, dims=("v", "w"))
-    rounded = rk.Release(np.array([[15, 0, 3, 0], [21, 9, 12, 15], [3, 9, 9, 3], [12, 15, 6, 3]]),
-                         mechanism=rk.ControlledRounding(3), dims=("v", "w"))
+    rounded = rk.Release(S.ROUNDED_2D, mechanism=rk.ControlledRounding(S.ROUNDING_BASE),
+                         dims=("v", "w"))
     n, dt = _time(lambda: rk.count_candidates(rounded))
     rows.append(("rounding base 3 (seed 003), count", "4x4", n, dt, None))
     post, dt = _time(lambda: rk.posterior(rounded))

@@ -7,7 +7,14 @@ machine (see ``benchmarks/`` for the measured warm-up), and with
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numba as nb
+
+#: work (inner-loop iterations) below which a parallel kernel runs on one thread: starting
+#: the thread team costs more than it saves on small problems (and much more when the
+#: machine's cores are busy)
+SERIAL_BELOW = 2e5
 
 
 def njit(*args, parallel: bool = False, **kwargs):
@@ -17,3 +24,17 @@ def njit(*args, parallel: bool = False, **kwargs):
         opts["parallel"] = True
     opts.update(kwargs)
     return nb.njit(*args, **opts)
+
+
+@contextmanager
+def threads_for(work: float):
+    """Run the parallel kernels called inside on one thread when ``work`` is small."""
+    if work >= SERIAL_BELOW:
+        yield
+        return
+    before = nb.get_num_threads()
+    nb.set_num_threads(1)
+    try:
+        yield
+    finally:
+        nb.set_num_threads(before)

@@ -82,7 +82,7 @@ from numba import prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._jit import njit
+from ._jit import njit, threads_for
 
 NEGATIVE = 0
 ANY_ZERO = 1
@@ -955,9 +955,10 @@ def walk(prefixes, pb: Problem, canon: Canon, tab: tuple) -> tuple:
     counter = np.zeros(16, np.int64)
     zT, zsh, zs, zsf = _zshift(canon.zset, tab[16], tab[17], tab[18], pb.cyc_ptr, pb.cyc_grp,
                                pb.cyc_coef, pb.fin_ptr, pb.fin_grp, G)
-    _run_par(nth, counter, S, tprefix, sub, pb.cyc_ptr, pb.cyc_grp, pb.cyc_coef, G, pb.K,
-             pb.fin_ptr, pb.fin_grp, zT, zsh, zs, zsf, canon.key_mode, canon.pivots,
-             canon.key_base, canon.keys, canon.key_starts, Ht, Lt, W0t, tres, *tab)
+    with threads_for(float(3 ** min(m, 40))):
+        _run_par(nth, counter, S, tprefix, sub, pb.cyc_ptr, pb.cyc_grp, pb.cyc_coef, G, pb.K,
+                 pb.fin_ptr, pb.fin_grp, zT, zsh, zs, zsf, canon.key_mode, canon.pivots,
+                 canon.key_base, canon.keys, canon.key_starts, Ht, Lt, W0t, tres, *tab)
     return _finish(prefixes.shape[0], sub, tres, Ht, Lt, W0t, G, W, pb.K, pb.cyc_ptr,
                    pb.cyc_grp, pb.cyc_coef, pb.fin_ptr, pb.fin_grp, lut, tab[7], tab[8], base,
                    tab[13])

@@ -3,7 +3,7 @@
 The tabular system of a 2-D table with its totals is a network matrix: every cell is
 an arc between two equations (row i -> column j, totals to and from the grand-total
 equations), and a deviation ``y`` that keeps every published total is a circulation
-(riskengine/_csp_network.py builds the network).  The suppression LPs then become:
+(riskengine/magnitude/csp/network.py builds the network).  The suppression LPs then become:
 
 * the intruder's "how far can cell s move" = a maximum flow from one end of s to the
   other over the other suppressed cells (its minimum cut is the capacity cut of
@@ -16,8 +16,8 @@ Graph: ``n_nodes`` nodes, ``m`` arcs ``tail[a] -> head[a]``.  Arc ``a`` may carr
 ``cap_fwd``) and ``2a + 1`` (head to tail, up to ``cap_bwd``), each with its reverse
 residual.  Capacities are floats; a residual of ``eps`` or less counts as none.
 
-Plain arrays in, plain arrays out; the references in tests/test_network.py are
-``scipy.optimize.linprog`` on the same circulation LPs.
+Plain arrays in, plain arrays out; the references (tests/reference/network.py, used by
+tests/kernels/test_network.py) are ``scipy.optimize.linprog`` on the same circulation LPs.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from ._jit import njit
+from ._jit import njit, threads_for
 
 _NCHUNK = 128
 
@@ -386,6 +386,19 @@ def n_states(row_lo_hi, lo, cw, clo, kw, derived):
 
 def run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums,
         limbs=0, posterior=True, max_states=2e8):
+    """See :func:`_run` (small problems run on one thread)."""
+    W = cw.shape[2]
+    hi = lo + np.where(cind, np.arange(W), -1).max(axis=2)
+    _, _, rsizes, plos, phis, csizes = boxes(row_lo_hi, lo, hi, clo, clo + kw.shape[1] - 1,
+                                             derived)
+    work = float(_stored(rsizes, plos, phis, csizes, derived).sum()) * max(W, 1)
+    with threads_for(work):
+        return _run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived,
+                    col_start_sums, limbs, posterior, max_states)
+
+
+def _run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums,
+         limbs=0, posterior=True, max_states=2e8):
     """Forward (and backward) pass over the table.
 
     Parameters

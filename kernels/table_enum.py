@@ -5,10 +5,12 @@ M = IJ + IK + JK + I + J + K + 1 totals, in the order
 
     ij (I*J, row-major), ik (I*K), jk (J*K), i (I), j (J), k (K), grand (1).
 
-Every cell c takes a value ``cell_lo[c] + w`` with weight ``cell_wt[c, w]``
-(0 = impossible) and every total t a value ``m_lo[t] + w`` with weight
-``m_wt[t, w]``: product-form weights over all entries, and the support of each
-weight row is the entry's window (fixed margins: a window of one value).
+Every cell c takes a value ``cell_lo[c] + w`` with log-weight ``cell_lw[c, w]``
+(-inf = impossible) and every total t a value ``m_lo[t] + w`` with log-weight
+``m_lw[t, w]``: product-form weights over all entries, and the support of each
+row is where its log-weight is finite (fixed margins: a window of one value).
+Feasibility (pruning, the count) is decided from the supports only, never from
+floating-point weights, so a weight too small for a float still counts its table.
 
 Cells are visited in C order (i, j, k).  The state is the partial sum of every
 total.  A cell's values are restricted to those that leave every line through
@@ -23,6 +25,11 @@ tables, the total weight and the weighted histogram of every cell and every
 total, storing no table: each node credits the weight of the leaves below it to
 its cell's value (and to the totals it completes) when the walk leaves it, so a
 leaf costs O(1) instead of O(cells + totals).
+
+Weights are summed in log space along the path; a leaf adds ``exp(lw - ref)`` where
+``ref`` is the log-weight of the first leaf found, raised (and every accumulator
+rescaled) whenever a leaf exceeds it by more than ``_HEADROOM``: no weight overflows,
+and a leaf that underflows is below e^-745 of one already counted.
 """
 
 from __future__ import annotations
@@ -61,10 +68,13 @@ def _line_ids(I, J, K):
     return ids, last
 
 
+_HEADROOM = 300.0
+
+
 @njit
-def _support(lo, wt):
-    """First and last value with positive weight per row (hi < lo: empty)."""
-    n, W = wt.shape
+def _support(lo, lw):
+    """First and last value with finite log-weight per row (hi < lo: empty)."""
+    n, W = lw.shape
     a = np.empty(n, np.int64)
     b = np.empty(n, np.int64)
     for r in range(n):
@@ -72,7 +82,7 @@ def _support(lo, wt):
         b[r] = lo[r] - 1
         first = -1
         for w in range(W):
-            if wt[r, w] > 0.0:
+            if lw[r, w] > -np.inf:
                 if first < 0:
                     first = w
                 b[r] = lo[r] + w
@@ -82,22 +92,24 @@ def _support(lo, wt):
 
 
 @njit
-def enumerate_3d_windows(I, J, K, cell_lo, cell_wt, m_lo, m_wt):
-    """Returns (count, total weight, cell_hist (C, W), m_hist (M, Wm))."""
+def enumerate_3d_windows(I, J, K, cell_lo, cell_lw, m_lo, m_lw):
+    """Returns (count, total, ref, cell_hist (C, W), m_hist (M, Wm)): the total weight is
+    ``total * exp(ref)``, the histograms in the same units."""
     C = I * J * K
     M = I * J + I * K + J * K + I + J + K + 1
-    W = cell_wt.shape[1]
-    Wm = m_wt.shape[1]
+    W = cell_lw.shape[1]
+    Wm = m_lw.shape[1]
     hist = np.zeros((C, W))
     mhist = np.zeros((M, Wm))
-    clo, chi = _support(cell_lo, cell_wt)
-    mlo, mhi = _support(m_lo, m_wt)
+    ref = -np.inf
+    clo, chi = _support(cell_lo, cell_lw)
+    mlo, mhi = _support(m_lo, m_lw)
     for c in range(C):
         if chi[c] < clo[c]:
-            return 0, 0.0, hist, mhist
+            return 0, 0.0, ref, hist, mhist
     for t in range(M):
         if mhi[t] < mlo[t]:
-            return 0, 0.0, hist, mhist
+            return 0, 0.0, ref, hist, mhist
     ids, last = _line_ids(I, J, K)
     # static suffix sums of the cell windows along every line: what the unvisited cells
     # of a line can at least / at most add after cell d
@@ -116,7 +128,7 @@ def enumerate_3d_windows(I, J, K, cell_lo, cell_wt, m_lo, m_wt):
     part = np.zeros(M, np.int64)
     val = np.full(C, -1, np.int64)
     top = np.zeros(C, np.int64)
-    wpre = np.ones(C + 1)
+    wpre = np.zeros(C + 1)        # log-weight of the path down to each depth
     sub = np.zeros(C)             # weight of the leaves found below the current value at d
     count = 0
     total = 0.0
@@ -172,13 +184,13 @@ def enumerate_3d_windows(I, J, K, cell_lo, cell_wt, m_lo, m_wt):
         v = -1
         w = 0.0
         for x in range(start, top[d] + 1):
-            wx = wpre[d] * cell_wt[d, x - cell_lo[d]]
-            if wx > 0.0:
+            wx = wpre[d] + cell_lw[d, x - cell_lo[d]]
+            if wx > -np.inf:
                 for t in range(7):
                     if last[d, t]:
                         L = ids[d, t]
-                        wx *= m_wt[L, part[L] + x - m_lo[L]]
-            if wx > 0.0:
+                        wx += m_lw[L, part[L] + x - m_lo[L]]
+            if wx > -np.inf:
                 v = x
                 w = wx
                 break
@@ -190,27 +202,21 @@ def enumerate_3d_windows(I, J, K, cell_lo, cell_wt, m_lo, m_wt):
         for t in range(7):
             part[ids[d, t]] += v
         if d == C - 1:            # a leaf: a table meeting every constraint
+            if w > ref + _HEADROOM:   # a new reference: every accumulator in its units
+                f = np.exp(ref - w) if ref > -np.inf else 0.0
+                total *= f
+                hist *= f
+                mhist *= f
+                for e in range(C):
+                    sub[e] *= f
+                ref = w
             count += 1
-            total += w
-            sub[d] = w
+            lw_leaf = np.exp(w - ref)
+            total += lw_leaf
+            sub[d] = lw_leaf
         else:
             sub[d] = 0.0
             wpre[d + 1] = w
             d += 1
             val[d] = -1
-    return count, total, hist, mhist
-
-
-def enumerate_3d(n_ij, n_ik, n_jk, wt):
-    """Fixed 2-way margins: returns (count, total weight, hist (I*J*K, V)), where
-    ``wt[c, v]`` is the weight of value v in cell c (C order), 0 = impossible."""
-    n_ij, n_ik, n_jk = (np.ascontiguousarray(a, dtype=np.int64) for a in (n_ij, n_ik, n_jk))
-    I, J = n_ij.shape
-    K = n_ik.shape[1]
-    m_lo = np.concatenate([n_ij.ravel(), n_ik.ravel(), n_jk.ravel(), n_ij.sum(1), n_ij.sum(0),
-                           n_ik.sum(0), [n_ij.sum()]]).astype(np.int64)
-    m_wt = np.ones((m_lo.size, 1))
-    wt = np.ascontiguousarray(wt, dtype=np.float64)
-    count, total, hist, _ = enumerate_3d_windows(I, J, K, np.zeros(I * J * K, np.int64), wt,
-                                                 m_lo, m_wt)
-    return count, total, hist
+    return count, total, ref, hist, mhist

@@ -19,6 +19,18 @@ def count_array(x, name: str = "counts", allow_nan: bool = False) -> np.ndarray:
         raise TypeError(f"{name} must be numeric, got dtype {a.dtype}")
     if np.iscomplexobj(a):
         raise TypeError(f"{name} must be real, got dtype {a.dtype}")
+    if np.issubdtype(a.dtype, np.integer) or a.dtype == bool:
+        # exact: no detour through float64 (counts up to 2^62 stay exact)
+        ai = a.astype(np.int64) if a.dtype != np.uint64 else a
+        if a.dtype == np.uint64 and (a >= 2 ** 62).any():
+            raise ValueError(f"{name} too large for exact int64 arithmetic (max {a.max()})")
+        neg = ai < 0
+        if neg.any():
+            raise ValueError(f"{name} must be nonnegative counts, got {int(ai[neg][0])} "
+                             f"at index {_where(ai, neg)}")
+        if (ai >= 2 ** 62).any():
+            raise ValueError(f"{name} too large for exact int64 arithmetic (max {int(ai.max())})")
+        return np.array(ai, dtype=np.int64)
     af = a.astype(float)
     nan = np.isnan(af)
     if nan.any() and not allow_nan:
@@ -37,8 +49,9 @@ def count_array(x, name: str = "counts", allow_nan: bool = False) -> np.ndarray:
                          f"at index {_where(af, frac)}")
     if nan.any():
         return af
-    if np.abs(af).max(initial=0) >= 2.0 ** 62:
-        raise ValueError(f"{name} too large for exact int64 arithmetic (max {af.max():g})")
+    if np.abs(af).max(initial=0) >= 2.0 ** 53:
+        raise ValueError(f"{name} given as floats must be below 2^53 to be exact integers "
+                         f"(max {af.max():g}); give integer counts")
     return af.astype(np.int64)
 
 

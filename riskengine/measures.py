@@ -31,7 +31,6 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from . import _validate as V
 from .posterior import Posterior
 from .table import Table
 
@@ -67,16 +66,9 @@ DEFINITIONS = {
 }
 
 
-def _truth(truth, shape) -> np.ndarray:
-    if isinstance(truth, Table):
-        a = truth.values
-    elif isinstance(truth, xr.DataArray):
-        a = V.count_array(truth.values, "true table")
-    else:
-        a = V.count_array(truth, "true table")
-    if a.shape != tuple(shape):
-        raise ValueError(f"true table has shape {a.shape}, expected {tuple(shape)}")
-    return a
+def _truth(truth, post: Posterior) -> np.ndarray:
+    """The true table in the posterior's cell order (labelled input matched by labels)."""
+    return post._values(truth)
 
 
 def _post(post, name: str = "posterior") -> Posterior:
@@ -112,7 +104,7 @@ def interval_width(post: Posterior, level: float = 0.95) -> xr.DataArray:
 def expected_exact(post: Posterior, truth) -> float:
     """Expected number of exactly disclosed cells: sum of ``prob_exact`` over interior cells."""
     _post(post)
-    return float(post.expected_exact_disclosures(_truth(truth, post.shape)))
+    return float(post.expected_exact_disclosures(_truth(truth, post)))
 
 
 def risk(post: Posterior, truth, level: float = 0.95) -> xr.Dataset:
@@ -123,7 +115,7 @@ def risk(post: Posterior, truth, level: float = 0.95) -> xr.Dataset:
     is the expected number of exactly disclosed cells.
     """
     _post(post)
-    t = _truth(truth, post.shape)
+    t = _truth(truth, post)
     data = {
         "prob_exact": _label(post.prob_exact(t), "prob_exact"),
         "prob_published": _label(post.prob_published(), "prob_published"),
@@ -237,7 +229,7 @@ def utility(user_post: Posterior, truth, release, level: float = 0.95) -> xr.Dat
     the user's posterior mean); each with its definition in ``attrs``.
     """
     _post(user_post, "user_post")
-    x = _truth(truth, user_post.shape)
+    x = _truth(truth, user_post)
     y = released_values(release, fill=user_post)
     w = float(interval_width(user_post, level).mean())
     vals = {

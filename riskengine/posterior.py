@@ -17,7 +17,7 @@ from . import _validate as V
 from .mechanisms._base import run_count, run_posterior
 from .priors import Prior, Uniform
 from .release import Release
-from .table import Table
+from .table import aligned
 
 __all__ = ["Posterior", "count_candidates", "posterior"]
 
@@ -116,7 +116,8 @@ class Posterior:
         cdf = np.cumsum(self.probs, axis=-1)
         a = (1.0 - level) / 2.0
         eps = 1e-12
-        lo = self.start + np.argmax(cdf >= a - eps, axis=-1)
+        # the lower end carries mass (with level = 1, a = 0 and cdf >= 0 holds everywhere)
+        lo = self.start + np.argmax((cdf >= a - eps) & (cdf > 0), axis=-1)
         hi = self.start + np.argmax(cdf >= 1.0 - a - eps, axis=-1)
         return xr.Dataset({"lower": self._da(lo, "lower"), "upper": self._da(hi, "upper")},
                           attrs={"level": level, "kind": "equal-tailed"})
@@ -144,14 +145,10 @@ class Posterior:
         return self._da(p, "prob_small", values=str(tuple(values)))
 
     def _values(self, truth) -> np.ndarray:
-        if isinstance(truth, Table):
-            truth = truth.values
-        elif isinstance(truth, xr.DataArray):
-            truth = truth.transpose(*self.dims).values
-        a = V.count_array(truth, "true table")
-        if a.shape != self.shape:
-            raise ValueError(f"true table has shape {a.shape}, the posterior has shape {self.shape}")
-        return a
+        """A table of values for these cells: matched by dim names and labels when labelled
+        (rk.Table, DataArray), by position when a plain array."""
+        return V.count_array(aligned(truth, self.dims, self.coords, "true table"),
+                             "true table")
 
     # --- summaries -------------------------------------------------------------------------
     def summary(self, truth=None, level: float = 0.95) -> xr.Dataset:

@@ -20,15 +20,19 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+import xarray as xr
 from scipy.special import gammaln
 
 from . import _validate as V
+from .table import Table, aligned
 
 __all__ = ["Flat", "Historical", "NegativeBinomial", "Poisson", "Prior", "Uniform", "parse"]
 
 
 class Prior:
-    """Base class: subclasses define ``_logpmf(values, shape)`` and ``_params()``."""
+    """Base class: subclasses define ``_logpmf(values, shape, dims, coords)`` (log-weights of
+    ``values``, shape ``(*table shape, W)``; ``dims``/``coords`` of the release, to match
+    labelled per-cell parameters) and ``_params()``."""
 
     name = "Prior"
 
@@ -87,7 +91,7 @@ class Prior:
         values = np.asarray(values, dtype=np.int64)
         shape = values.shape[:-1]
         with np.errstate(divide="ignore", invalid="ignore"):
-            lw = np.asarray(self._logpmf(values, shape), dtype=float)
+            lw = np.asarray(self._logpmf(values, shape, dims, coords), dtype=float)
         lw = np.broadcast_to(lw, values.shape).copy()
         lo, hi = self.bounds(shape, dims, coords)
         off = (values < 0) | (values < lo[..., None]) | ((hi[..., None] >= 0) & (values > hi[..., None]))
@@ -98,6 +102,7 @@ class Prior:
     @property
     def uniform_over_tables(self) -> bool:
         return False
+
 
     @property
     def cell_invariant(self) -> bool:
@@ -121,7 +126,7 @@ class Uniform(Prior):
 
     name = "Uniform()"
 
-    def _logpmf(self, values, shape):
+    def _logpmf(self, values, shape, dims=None, coords=None):
         return np.zeros(values.shape)
 
     @property
@@ -141,7 +146,7 @@ class Flat(Prior):
         self.high = None if high is None else V.integer(high, "high", self.low)
         self.name = f"Flat(low={self.low}, high={self.high})"
 
-    def _logpmf(self, values, shape):
+    def _logpmf(self, values, shape, dims=None, coords=None):
         ok = values >= self.low
         if self.high is not None:
             ok &= values <= self.high
@@ -152,18 +157,20 @@ class Flat(Prior):
 
 
 class Poisson(Prior):
-    """Independent Poisson(rate) cells; ``rate`` scalar or per-cell array (> 0)."""
+    """Independent Poisson(rate) cells; ``rate`` scalar, per-cell array, or labelled per-cell
+    (``rk.Table`` / DataArray: matched to the release by dim names and labels), > 0."""
 
     def __init__(self, rate):
         super().__init__()
-        r = np.asarray(rate, dtype=float)
+        self._rate = _param(rate)
+        r = np.asarray(_values(self._rate), dtype=float)
         if not np.all(np.isfinite(r)) or np.any(r <= 0):
             raise ValueError(f"Poisson rate must be finite and > 0, got {rate!r}")
         self.rate = r
         self.name = f"Poisson(rate={_short(r)})"
 
-    def _logpmf(self, values, shape):
-        r = _cellwise(self.rate, shape, "rate")
+    def _logpmf(self, values, shape, dims=None, coords=None):
+        r = _cellwise(self._rate, shape, "rate", dims, coords).astype(float)
         return values * np.log(r)[..., None] - r[..., None] - gammaln(values + 1.0)
 
     def _params(self):
@@ -178,8 +185,9 @@ class NegativeBinomial(Prior):
 
     def __init__(self, mean, dispersion):
         super().__init__()
-        mu = np.asarray(mean, dtype=float)
-        r = np.asarray(dispersion, dtype=float)
+        self._mean, self._disp = _param(mean), _param(dispersion)
+        mu = np.asarray(_values(self._mean), dtype=float)
+        r = np.asarray(_values(self._disp), dtype=float)
         if not np.all(np.isfinite(mu)) or np.any(mu <= 0):
             raise ValueError(f"NegativeBinomial mean must be finite and > 0, got {mean!r}")
         if not np.all(np.isfinite(r)) or np.any(r <= 0):
@@ -187,9 +195,9 @@ class NegativeBinomial(Prior):
         self.mean, self.dispersion = mu, r
         self.name = f"NegativeBinomial(mean={_short(mu)}, dispersion={_short(r)})"
 
-    def _logpmf(self, values, shape):
-        mu = _cellwise(self.mean, shape, "mean")[..., None]
-        r = _cellwise(self.dispersion, shape, "dispersion")[..., None]
+    def _logpmf(self, values, shape, dims=None, coords=None):
+        mu = _cellwise(self._mean, shape, "mean", dims, coords).astype(float)[..., None]
+        r = _cellwise(self._disp, shape, "dispersion", dims, coords).astype(float)[..., None]
         return (gammaln(values + r) - gammaln(r) - gammaln(values + 1.0)
                 + r * np.log(r / (r + mu)) + values * np.log(mu / (r + mu)))
 
@@ -203,22 +211,28 @@ class Historical(Prior):
 
     def __init__(self, table, dispersion=None, floor: float = 0.5):
         super().__init__()
-        from .table import Table
-        vals = table.values if isinstance(table, Table) else V.count_array(table, "historical table")
+        self._table = _param(table)
+        vals = V.count_array(_values(self._table), "historical table")
         if not float(floor) > 0:
             raise ValueError(f"floor must be > 0, got floor={floor!r}")
         self.table = np.asarray(vals)
         self.floor = float(floor)
-        mean = np.maximum(self.table.astype(float), self.floor)
-        self._inner = Poisson(mean) if dispersion is None else NegativeBinomial(mean, dispersion)
         self.dispersion = dispersion
+        self._disp = None if dispersion is None else _param(dispersion)
+        if dispersion is not None:
+            NegativeBinomial(np.maximum(self.table, self.floor), _values(self._disp))  # checks
         self.name = f"Historical(dispersion={dispersion}, floor={self.floor})"
 
-    def _logpmf(self, values, shape):
-        if tuple(self.table.shape) != tuple(shape):
-            raise ValueError(f"historical table has shape {self.table.shape}, "
-                             f"the release has shape {tuple(shape)}")
-        return self._inner._logpmf(values, shape)
+    def _logpmf(self, values, shape, dims=None, coords=None):
+        mean = np.maximum(_cellwise(self._table, shape, "historical table", dims,
+                                         coords).astype(float),
+                          self.floor)
+        if self._disp is None:
+            return values * np.log(mean)[..., None] - mean[..., None] - gammaln(values + 1.0)
+        r = _cellwise(self._disp, shape, "dispersion", dims, coords).astype(float)[..., None]
+        mu = mean[..., None]
+        return (gammaln(values + r) - gammaln(r) - gammaln(values + 1.0)
+                + r * np.log(r / (r + mu)) + values * np.log(mu / (r + mu)))
 
     def _params(self):
         return {"table": self.table.tolist(), "dispersion": self.dispersion, "floor": self.floor}
@@ -234,7 +248,27 @@ def _short(a: np.ndarray):
     return float(a) if a.ndim == 0 else f"array{a.shape}"
 
 
-def _cellwise(a: np.ndarray, shape, name: str) -> np.ndarray:
+def _param(a):
+    """A per-cell prior parameter: labelled ones (rk.Table, DataArray) are kept labelled."""
+    if isinstance(a, Table):
+        return a.data
+    if isinstance(a, xr.DataArray):
+        return a
+    return np.asarray(a)
+
+
+def _values(a) -> np.ndarray:
+    return a.values if isinstance(a, xr.DataArray) else np.asarray(a)
+
+
+def _cellwise(a, shape, name: str, dims=None, coords=None) -> np.ndarray:
+    """A parameter over the table's cells: a labelled one matched by dim names and labels
+    (``dims``/``coords`` of the release), a plain one broadcast by position."""
+    if isinstance(a, xr.DataArray):
+        if dims is None or coords is None:
+            raise ValueError(f"prior {name} is labelled (dims {tuple(a.dims)}): it needs the "
+                             "release's dims and labels to be matched to its cells")
+        return aligned(a, dims, coords, f"prior {name}")
     try:
         return np.broadcast_to(a, shape)
     except ValueError:
@@ -280,6 +314,10 @@ def _resolve(spec, shape, dims, coords) -> np.ndarray:
         raise ValueError("label-based cells need the table's dims and coords")
     idx = []
     lab = dict(val)
+    unknown = [d for d in lab if d not in dims]
+    if unknown:
+        raise ValueError(f"cell labels {lab} name dims {unknown} the table does not have "
+                         f"(dims: {tuple(dims)})")
     for d in dims:
         if d not in lab:
             raise ValueError(f"cell labels {lab} miss dim {d!r}")

@@ -16,7 +16,7 @@ import xarray as xr
 from . import _validate as V
 from ._io import atomic_write_text
 from .mechanisms._base import Mechanism, mechanism_from_dict
-from .table import Table, _clean_coords, default_margins, margin_closure, totals
+from .table import Table, _clean_coords, aligned, default_margins, margin_closure, totals
 from .tabular import _clean_groups, check_equations, tabular_system
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "Release"]
@@ -69,11 +69,23 @@ class Release:
         if isinstance(published, Table):
             published = published.data
         if isinstance(published, xr.DataArray):
-            dims = tuple(published.dims) if dims is None else dims
+            # matched by dim names (and by labels, when coords are given too)
+            if dims is None:
+                dims = tuple(published.dims)
+            elif set(map(str, dims)) != set(map(str, published.dims)) or \
+                    len(dims) != published.ndim:
+                raise ValueError(f"published has dims {tuple(published.dims)} but "
+                                 f"dims={tuple(dims)} (dims are matched by name, not position: "
+                                 "rename the DataArray's dims, or pass its .values)")
+            dims = tuple(str(d) for d in dims)
+            published = published.transpose(*dims)
             if coords is None:
-                coords = {d: list(published.coords[d].values) for d in published.dims
+                coords = {d: list(published.coords[d].values) for d in dims
                           if d in published.coords}
-            published = published.values
+                published = published.values
+            else:
+                published = aligned(published, dims,
+                                    _clean_coords(coords, dims, published.shape), "published")
         if published is None:
             if dims is None:
                 raise ValueError("a margins-only release needs dims=")
@@ -96,6 +108,7 @@ class Release:
                 for v in dict(margins or {}).values():
                     v = v.values if isinstance(v, xr.DataArray) else v
                     fin = np.concatenate([fin, np.ravel(np.asarray(v, dtype=float))])
+                fin = fin[~np.isnan(fin)]       # a suppressed total says nothing of the kind
                 kind = "count" if np.all(fin == np.round(fin)) else "magnitude"
             self.published = (V.count_array(arr, "published", allow_nan=True) if kind == "count"
                               else V.magnitude_array(arr, "published", allow_nan=True))
@@ -119,6 +132,10 @@ class Release:
             if self.published is None or np.isnan(np.asarray(self.published, float)).any():
                 raise ValueError("margins must be given when published is None or has "
                                  "suppressed (NaN) cells")
+            if not self.mechanism.additive:
+                raise ValueError(f"{self.mechanism.name} releases do not add up to the original "
+                                 "totals: give the published totals (margins=...), e.g. the "
+                                 "original grand total n as margins={(): n}")
             return totals(self.published, self.dims, default_margins(self.dims))
         out = {}
         for key, val in dict(margins).items():
@@ -126,10 +143,19 @@ class Release:
             bad = [d for d in keep if d not in self.dims]
             if bad:
                 raise ValueError(f"margin key {key!r} names unknown dims {bad}; dims are {self.dims}")
-            keep = tuple(d for d in self.dims if d in keep)
+            if len(set(keep)) != len(keep):
+                raise ValueError(f"margin key {key!r} repeats a dim")
+            given, keep = keep, tuple(d for d in self.dims if d in keep)
             if len(keep) == len(self.dims):
                 raise ValueError(f"margin {key!r} keeps every dim; put interior values in published")
             want = tuple(self.shape[self.dims.index(d)] for d in keep)
+            if not isinstance(val, xr.DataArray) and given != keep:
+                # a plain array keyed in another dim order: its axes follow the key
+                arr = np.asarray(val)
+                if arr.ndim != len(given):
+                    raise ValueError(f"margin {key!r} must have {len(given)} dims, got shape "
+                                     f"{arr.shape}")
+                val = np.transpose(arr, [given.index(d) for d in keep])
             out[keep] = self._clean_block(val, keep, want, f"margin {keep}",
                                           f"(its dims {keep})")
         return out
@@ -137,7 +163,7 @@ class Release:
     def _clean_block(self, val, keep, want, label, why) -> np.ndarray:
         """A published block (margin or subtotal) as a read-only validated array."""
         if isinstance(val, xr.DataArray):
-            val = val.transpose(*keep).values
+            val = aligned(val, keep, {d: self.coords[d] for d in keep}, label)
         arr = np.asarray(val)
         if arr.shape != want:
             raise ValueError(f"{label} must have shape {want} {why}, got {arr.shape}")
@@ -161,9 +187,17 @@ class Release:
                              f"got groups for {sorted(groups)}")
         (g, parts), = groups.items()
         need = [k for k in (self.dims,) + tuple(self.structure) if g in k]
-        subtotals = {((k,) if isinstance(k, str) else tuple(k)): v
-                     for k, v in dict(subtotals or {}).items()}
-        subtotals = {tuple(d for d in self.dims if d in k): v for k, v in subtotals.items()}
+        given = {((k,) if isinstance(k, str) else tuple(k)): v
+                 for k, v in dict(subtotals or {}).items()}
+        subtotals = {}
+        for k, v in given.items():
+            keep = tuple(d for d in self.dims if d in k)
+            if isinstance(v, xr.DataArray):
+                v = v.transpose(*[f"{d}_group" if d == g and f"{d}_group" in v.dims else d
+                                  for d in keep]).values
+            elif k != keep:
+                v = np.transpose(np.asarray(v), [k.index(d) for d in keep])
+            subtotals[keep] = v
         if set(subtotals) != set(need):
             raise ValueError(f"subtotals along {g!r} must be given for exactly the "
                              f"configurations {need}; got {sorted(subtotals)}")
@@ -201,18 +235,21 @@ class Release:
             sys_ = self.system()
             check_equations(sys_, self.cell_vector(sys_), what="published cells and totals")
             return
-        # totals must agree with each other ...
-        keys = list(self.margins)
-        for a in keys:
-            for b in keys:
-                if len(a) < len(b) and set(a) <= set(b):
-                    axes = tuple(i for i, d in enumerate(b) if d not in a)
-                    s = self.margins[b].sum(axis=axes)
-                    tol = V.additivity_tol(s, self.margins[a])
-                    if np.any(np.abs(s - self.margins[a]) > tol):
-                        raise ValueError(f"published margins do not add up: margin {b} summed "
-                                         f"to {a} gives {np.asarray(s).tolist()}, but margin {a} "
-                                         f"is {np.asarray(self.margins[a]).tolist()}")
+        # totals must agree with each other (for mechanisms that keep the table additive):
+        # every two margins summed down to the dims they share give the same totals
+        keys = list(self.margins) if self.mechanism.additive else []
+        for i, a in enumerate(keys):
+            for b in keys[i + 1:]:
+                common = tuple(d for d in self.dims if d in a and d in b)
+                sa = self.margins[a].sum(axis=tuple(j for j, d in enumerate(a)
+                                                    if d not in common))
+                sb = self.margins[b].sum(axis=tuple(j for j, d in enumerate(b)
+                                                    if d not in common))
+                tol = V.additivity_tol(sa, sb)
+                if np.any(np.abs(sa - sb) > tol):
+                    raise ValueError(f"published margins do not add up: margin {a} summed to "
+                                     f"{common} gives {np.asarray(sa).tolist()}, margin {b} "
+                                     f"gives {np.asarray(sb).tolist()}")
         if self.groups:
             sys_ = self.system()
             x = self.cell_vector(sys_)
@@ -317,13 +354,17 @@ class Release:
         dtype = np.int64 if kind == "count" else float
         pub = d.get("published")
         if pub is not None:
-            pub = _from_lists(pub, dtype)
-        margins = {tuple(m["keep"]): _from_lists(m["values"], dtype) for m in d.get("margins", [])}
-        subtotals = {tuple(m["keep"]): _from_lists(m["values"], dtype)
+            pub = _from_lists(pub, dtype, "published")
+        margins = {tuple(m["keep"]): _from_lists(m["values"], dtype, f"margin {m['keep']}")
+                   for m in d.get("margins", [])}
+        subtotals = {tuple(m["keep"]): _from_lists(m["values"], dtype, f"subtotal {m['keep']}")
                      for m in d.get("subtotals", [])}
         rel = cls(published=pub, margins=margins, mechanism=mechanism_from_dict(d["mechanism"]),
                   dims=tuple(d["dims"]), coords=d.get("coords"), kind=kind,
                   groups=d.get("groups"), subtotals=subtotals or None)
+        if "shape" in d and tuple(d["shape"]) != rel.shape:
+            raise ValueError(f"release JSON says shape {tuple(d['shape'])} but its values have "
+                             f"shape {rel.shape}")
         rel.info = dict(d.get("info", {}))
         return rel
 
@@ -370,7 +411,28 @@ def _to_lists(a):
     return np.where(np.isnan(a), None, a).tolist()
 
 
-def _from_lists(x, dtype):
+def _from_lists(x, dtype, what: str = "values"):
+    """Nested JSON lists as an array: int64 for counts (every entry an integer, or null =
+    suppressed: then float with NaN), float for magnitudes; anything else is an error."""
+    flat = []
+
+    def walk(v):
+        if isinstance(v, list):
+            for w in v:
+                walk(w)
+        else:
+            flat.append(v)
+
+    walk(x)
+    for v in flat:
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            # a file's content, not a caller's argument: a value error
+            raise ValueError(f"release {what} must be numbers (or null for suppressed), got "  # noqa: TRY004
+                             f"{v!r}")
+        if dtype is not float and not (isinstance(v, int) or float(v).is_integer()):
+            raise ValueError(f"release {what} of a count release must be integers, got {v!r}")
     a = np.array(x, dtype=object)
     if dtype is not float and not np.any(a == None):
         return np.array(x, dtype=np.int64)

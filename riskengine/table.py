@@ -9,7 +9,7 @@ import xarray as xr
 
 from . import _validate as V
 
-__all__ = ["Table", "count_table", "default_margins", "margin_closure", "totals"]
+__all__ = ["Table", "aligned", "count_table", "default_margins", "margin_closure", "totals"]
 
 
 def default_margins(dims: tuple) -> tuple:
@@ -79,10 +79,22 @@ class Table:
         if isinstance(data, Table):
             data = data.data
         if isinstance(data, xr.DataArray):
-            dims = tuple(data.dims) if dims is None else tuple(dims)
-            if coords is None:
-                coords = {d: list(data.coords[d].values) if d in data.coords else None
-                          for d in data.dims}
+            if dims is None:
+                dims = tuple(data.dims)
+            elif set(map(str, dims)) != set(map(str, data.dims)) or len(dims) != data.ndim:
+                raise ValueError(f"the DataArray has dims {tuple(data.dims)} but dims={tuple(dims)}"
+                                 " (dims are matched by name, not position: rename the "
+                                 "DataArray's dims, or pass its .values)")
+            dims = tuple(str(d) for d in dims)
+            data = data.transpose(*dims)
+            given = {d: list(data.coords[d].values) if d in data.coords else None
+                     for d in dims}
+            if coords is not None:
+                clean = _clean_coords(coords, dims, data.shape)
+                data = xr.DataArray(aligned(data, dims, clean, "table data"), dims=dims,
+                                    coords=clean, name=data.name)
+            else:
+                coords = given
             name = name or data.name
             data = data.values
         arr = np.asarray(data)
@@ -146,6 +158,57 @@ class Table:
     __hash__ = None
 
 
+def aligned(values, dims, coords, what: str) -> np.ndarray:
+    """``values`` as a plain array in the order of ``dims`` and of each dim's labels.
+
+    A :class:`Table` or ``xarray.DataArray`` is matched by dim names (transposed) and by
+    labels (reordered); its dims must be exactly ``dims`` and each dim's labels exactly
+    those of ``coords`` (a DataArray dim without labels is taken in order, checking its
+    size).  A plain array is taken as it is and must have the shape of ``coords``.  Any
+    mismatch is a ``ValueError`` naming the dims or labels that differ.
+
+    >>> import xarray as xr
+    >>> da = xr.DataArray([[1, 2], [3, 4]], dims=("w", "v"),
+    ...                   coords={"w": ["b", "a"], "v": [0, 1]})
+    >>> aligned(da, ("v", "w"), {"v": [0, 1], "w": ["a", "b"]}, "truth").tolist()
+    [[3, 1], [4, 2]]
+    """
+    dims = tuple(dims)
+    shape = tuple(len(coords[d]) for d in dims)
+    if isinstance(values, Table):
+        values = values.data
+    if not isinstance(values, xr.DataArray):
+        arr = np.asarray(values)
+        if arr.shape != shape:
+            raise ValueError(f"{what} has shape {arr.shape}, expected {shape} (dims {dims})")
+        return arr
+    if set(values.dims) != set(dims) or values.ndim != len(dims):
+        raise ValueError(f"{what} has dims {tuple(values.dims)}, expected {dims} (matched by "
+                         "name; rename the dims if only their names differ)")
+    values = values.transpose(*dims)
+    for d in dims:
+        want = list(coords[d])
+        if d not in values.coords:
+            if values.sizes[d] != len(want):
+                raise ValueError(f"{what} has {values.sizes[d]} categories of {d!r}, expected "
+                                 f"{len(want)}")
+            continue
+        have = [_plain(x) for x in values.coords[d].values.tolist()]
+        if have == want:
+            continue
+        if sorted(map(repr, have)) != sorted(map(repr, want)) or len(set(map(repr, have))) != \
+                len(have):
+            extra = [x for x in have if x not in want]
+            missing = [x for x in want if x not in have]
+            raise ValueError(f"{what}: the labels of {d!r} differ from the release's "
+                             f"({'unknown ' + str(extra[:5]) if extra else ''}"
+                             f"{'; ' if extra and missing else ''}"
+                             f"{'missing ' + str(missing[:5]) if missing else ''})")
+        pos = {repr(x): i for i, x in enumerate(have)}
+        values = values.isel({d: [pos[repr(x)] for x in want]})
+    return np.asarray(values.values)
+
+
 def count_table(table, who: str) -> Table:
     """``table`` as an :class:`Table` of counts (an array or DataArray is wrapped), or a
     clear error naming ``who`` needs counts."""
@@ -180,8 +243,10 @@ def _plain(x):
     """Labels as plain Python str / int (JSON- and netCDF-friendly)."""
     if isinstance(x, (np.integer,)):
         return int(x)
-    if isinstance(x, (int, str)):
-        return x
+    if isinstance(x, str):
+        return str(x)
+    if isinstance(x, int):
+        return int(x)
     if isinstance(x, (float, np.floating)) and float(x).is_integer():
         return int(x)
     return str(x)

@@ -53,8 +53,22 @@ S003 = SimpleNamespace(
     },
     #: slide "Releasing Only the Margins": tables with the margins of ORIGINAL_2D
     N_TABLES_MARGINS=18_272_363_056,
+    #: slide "Controlled Rounding" ("Example of base 3 rounding"): the rounded interior;
+    #: its printed totals below are its sums
+    ROUNDED_2D=_frozen([[15, 0, 3, 0], [21, 9, 12, 15], [3, 9, 9, 3], [12, 15, 6, 3]]),
+    ROUNDED_ROW_TOTALS=(18, 57, 24, 36),
+    ROUNDED_COL_TOTALS=(51, 33, 30, 21),
+    ROUNDED_GRAND_TOTAL=135,
+    ROUNDING_BASE=3,
     #: slide "Controlled Rounding": possible original tables of the base-3 rounding
     N_TABLES_ROUNDING=1_025_908_683,
+    #: slide "Suppress Primary Cells + Complementary Cells": the cells printed as "s" in
+    #: ORIGINAL_2D (zero-based; the slide's (1,2) (1,3) (1,4) (3,3) (3,4) (4,2) (4,4)); every
+    #: total is published
+    SUPPRESSED_CELLS=((0, 1), (0, 2), (0, 3), (2, 2), (2, 3), (3, 1), (3, 3)),
+    #: same slide: "This may not be a good suppression pattern: only three possible
+    #: original tables"
+    N_TABLES_SUPPRESSION=3,
     #: slide "Original & Perturbed Tables" (3-way 4 x 4 x 3, dims (i, j, k)); the slide
     #: prints rows i with blocks k = 1..3 of columns j
     ORIGINAL_3D=_frozen(np.array(_O3).reshape(4, 3, 4).transpose(0, 2, 1)),
@@ -118,11 +132,54 @@ S000 = SimpleNamespace(
     },
     #: Table 3, all cells, every variant
     TABLE3_ALL=(1.00, 1.00, 1.00),
+    #: slides "(Nearly) Actual Example of Magnitude Table with Disclosures" / "Example 1:
+    #: 4x9 Table of Magnitude Data & Protection Limits for the 7 Disclosure Cells (red)":
+    #: Table 1 in thousands as the slides print it (close to, not exactly, ORIGINAL / 1000);
+    #: the printed totals below are its sums
+    ROUNDED=_frozen(np.array([
+        [167, 317, 1284, 587, 4490, 3981, 2442, 1150, 70],
+        [57, 1487, 172, 667, 1006, 327, 1683, 1138, 46],
+        [616, 202, 1899, 1098, 2172, 3825, 4372, 300, 787],
+        [0, 36, 0, 16, 0, 0, 65, 0, 140],
+    ], dtype=float)),
+    ROUNDED_ROW_TOTALS=(14488, 6583, 15271, 257),
+    ROUNDED_COL_TOTALS=(840, 2042, 3355, 2368, 7668, 8133, 8562, 2588, 1043),
+    ROUNDED_GRAND_TOTAL=36599,
+    #: same slide, the protection limits printed in parentheses: (row, column) zero-based
+    ROUNDED_PROTECTION={(0, 8): 21, (1, 0): 1, (1, 8): 7, (2, 7): 40, (3, 1): 10,
+                        (3, 3): 4, (3, 8): 40},
+    #: slide "Example 1a: After Optimal Suppression: 11 Cells (30%) & 2759 Units (7.5%)
+    #: Suppressed": the cells printed as "D" (the sensitive cells and four complements).
+    #: The caption follows its table in the OCR text; that table's published cells differ
+    #: from ROUNDED in column 7 ((2,7) 1679, (3,7) 4371, (4,7) 70, one-based) - transcribed
+    #: here is the pattern only.
+    SUPPRESSION_PATTERN=((0, 0), (0, 3), (0, 8), (1, 0), (1, 7), (1, 8), (2, 1), (2, 7),
+                         (3, 1), (3, 3), (3, 8)),
+    SUPPRESSION_N_CELLS=11,
+    SUPPRESSION_VALUE=2759,
 )
 
 # --- seed 004: Cox (2000), course notes "Confidentiality and statistical data protection
-# techniques" (004_566d03f14fee8ba2.txt), §3 "Statistical disclosure limitation for
-# tabular magnitude data".  Cells are zero-based (row, column). ------------------------------
+# techniques" (004_566d03f14fee8ba2.txt): §2 "Statistical disclosure limitation for tabular
+# frequency data. Rounding", §3 "Statistical disclosure limitation for tabular magnitude
+# data" and, in §5, "Frechet Bounds" / "Counter examples".  Cells are zero-based. ---------
+def _two_way(plane_rows, plane_cols, totals_plane) -> dict:
+    """The 2-way margins of a 3-D table (dims a, b, c) printed as seed 004 prints them:
+    each plane c = k shows its row totals (over b) and column totals (over a), then the
+    "totals plane" (a x b).  Returns {"ab", "ac", "bc"}: the printed numbers, transposed
+    to (a, c) and (b, c)."""
+    return {"ab": _frozen(totals_plane), "ac": _frozen(np.array(plane_rows).T),
+            "bc": _frozen(np.array(plane_cols).T)}
+
+
+# plane totals that several "Counter examples" share
+_PLANES3 = [(3, 1, 1), (1, 3, 1), (1, 1, 3)]
+_PLANES4 = [(1, 1, 0, 0), (1, 0, 1, 0), (0, 1, 0, 1), (0, 0, 1, 1)]
+_PLANES8 = [(2, 2, 0, 0, 2, 2, 0, 0), (2, 0, 2, 0, 2, 0, 2, 0), (0, 2, 0, 2, 0, 2, 0, 2),
+            (0, 0, 2, 2, 0, 0, 2, 2)]
+_DIAG8 = [[0, 0, 0, 2, 0, 0, 0, 2], [0, 0, 2, 0, 0, 0, 2, 0], [0, 2, 0, 0, 0, 2, 0, 0],
+          [2, 0, 0, 0, 2, 0, 0, 0]] * 2
+
 S004 = SimpleNamespace(
     #: §3.1 "Defining and measuring statistical disclosure", "Examples": "x_1 = 70,
     #: x_2 = 15, x_3 = 5, x_4+ = 10": the three largest contributions, then the tail
@@ -168,4 +225,41 @@ S004 = SimpleNamespace(
     EXERCISE_GRAND_TOTAL=34,
     #: same "EXERCISE": "INTRA Condition Satisfied But One Cell Disclosed Exactly"
     EXERCISE_N_EXACT=1,
+    #: §2 "Controlled Random Rounding", "ORIGINAL TABLE": the interior (the printed totals
+    #: below are its sums); "Solution: Round all counts to base 5"
+    ROUNDING_TABLE=_frozen([[37, 3, 30, 6, 4], [1, 16, 23, 5, 15], [30, 15, 8, 27, 10],
+                            [7, 1, 4, 7, 21]]),
+    ROUNDING_ROW_TOTALS=(80, 60, 90, 40),
+    ROUNDING_COL_TOTALS=(75, 35, 65, 45, 50),
+    ROUNDING_GRAND_TOTAL=270,
+    ROUNDING_BASE=5,
+    #: "Frechet Bounds" / "Counter examples": 3-D tables given by their 2-way margins
+    #: (interior values are not printed), see _two_way.  Each caption follows its table in
+    #: the OCR text; read that way every example has the property its caption states.
+    #: Infeasible: "Example 1a: Infeasible 3-D Table" (printed twice: 4x4x4 and 2x2x2),
+    #: "Example 2" and "Example 2a: Infeasible Frechet Consistent 3-D Table" (8x8x4, 3x3x3)
+    FRECHET_INFEASIBLE={
+        "4x4x4": _two_way(_PLANES4, _PLANES4,
+                          [[0, 0, 0, 2], [0, 0, 2, 0], [0, 2, 0, 0], [2, 0, 0, 0]]),
+        "2x2x2": _two_way([(0, 1), (1, 0)], [(1, 0), (0, 1)], [[1, 0], [0, 1]]),
+        "8x8x4": _two_way(_PLANES8, _PLANES8, _DIAG8),
+        "3x3x3": _two_way(_PLANES3, _PLANES3, [[1, 1, 3], [3, 1, 1], [1, 3, 1]]),
+    },
+    #: the two captioned "Frechet Consistent"
+    FRECHET_CONSISTENT=("8x8x4", "3x3x3"),
+    #: Feasible: "Example 3" and "Example 3a: Feasible (unique) 3-D Table with Inexact Upper
+    #: Bounds", "Example 4: Feasible (unique) 3-D Table with Inexact Frechet Bounds"
+    #: (3 x 2 x 3), "Example 5: Feasible 3-D Table with 3 df and 4 Integer Solutions"
+    FRECHET_FEASIBLE={
+        "3": _two_way(_PLANES3, _PLANES3, [[1, 2, 2], [2, 1, 2], [2, 2, 1]]),
+        "3a": _two_way([(3, 1, 1), (1, 3, 1), (1, 2, 3)], [(3, 1, 1), (1, 3, 1), (1, 2, 3)],
+                       [[1, 1, 3], [3, 2, 1], [1, 3, 1]]),
+        "4": _two_way([(2, 1, 0), (0, 1, 1), (2, 0, 0)], [(2, 1), (1, 1), (1, 1)],
+                      [[3, 1], [1, 1], [0, 1]]),
+        "5": _two_way(_PLANES3, _PLANES3, [[2, 1, 2], [1, 2, 2], [2, 2, 1]]),
+    },
+    #: the captions: "unique" (one table) for 3, 3a, 4; "4 Integer Solutions" for 5
+    FRECHET_N_TABLES={"3": 1, "3a": 1, "4": 1, "5": 4},
+    #: Example 5's "3 df"
+    FRECHET_EX5_DF=3,
 )

@@ -6,7 +6,8 @@ cell, a window of original values with its log-likelihood (``cell_windows(releas
 (lo, loglik, approximation)``); the posterior of each cell is prior x likelihood on its
 window.  The candidate count is the product of the per-cell support sizes, counted from
 where the prior's and the likelihood's log-weights are finite (never from underflowed
-probabilities).
+probabilities).  The totals the release does not publish get the distribution of a sum of
+independent cells (the same approximation).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..mechanisms._base import Route
+from ..table import default_margins
 from . import _label
 
 __all__ = ["IndependentCells"]
@@ -42,18 +44,56 @@ class IndependentCells(Route):
                              f"release under this prior")
         return lo, logp, ok, approx
 
+    def applies(self, release, prior):
+        if release.groups:
+            return "the independent-cells route does not use published subtotals"
+        return None
+
     def run(self, release, prior, *, count=True, progress=None, memory):
         lo, logp, ok, approx = self._logp(release, prior)
         mx = logp.max(axis=-1, keepdims=True)
         p = np.exp(logp - mx)
         z = p.sum(axis=-1, keepdims=True)
+        probs = p / z
         n = _product(ok.sum(axis=-1)) if count else None
-        return _label.label(release, prior, route=self.name, start=lo, probs=p / z,
+        totals = {keep: _total(lo, probs, release.dims, keep)
+                  for keep in default_margins(release.dims) if keep not in release.margins}
+        return _label.label(release, prior, route=self.name, start=lo, probs=probs,
                             log_evidence=float((np.log(z[..., 0]) + mx[..., 0]).sum()),
-                            n_candidates=n, approximation=approx)
+                            n_candidates=n, approximation=approx, totals=totals)
 
     def count(self, release, prior, *, progress=None, memory):
         return _product(self._logp(release, prior)[2].sum(axis=-1))
+
+
+def _convolve(parts) -> tuple:
+    """Start and pmf of the sum of independent variables ``[(start, pmf), ...]``
+    (convolution in a balanced tree)."""
+    while len(parts) > 1:
+        nxt = [(a0 + b0, np.convolve(a, b)) for (a0, a), (b0, b) in zip(parts[::2], parts[1::2])]
+        if len(parts) % 2:
+            nxt.append(parts[-1])
+        parts = nxt
+    return parts[0]
+
+
+def _total(lo, probs, dims, keep) -> tuple:
+    """Windows of the totals keeping ``keep``: the cells summed as independent variables."""
+    axes = [i for i, d in enumerate(dims) if d not in keep]
+    kept = [i for i, d in enumerate(dims) if d in keep]
+    order = kept + axes
+    lo_t = np.transpose(lo, order)
+    pr_t = np.transpose(probs, order + [len(dims)])
+    kshape = lo_t.shape[:len(kept)]
+    n_in = int(np.prod(lo_t.shape[len(kept):], dtype=np.int64))
+    lo_t = lo_t.reshape(kshape + (n_in,))
+    pr_t = pr_t.reshape(kshape + (n_in, probs.shape[-1]))
+    out = [_convolve([(int(lo_t[idx][c]), pr_t[idx][c]) for c in range(n_in)])
+           for idx in np.ndindex(*kshape)]
+    W = max(len(pm) for _, pm in out)
+    start = np.array([s for s, _ in out], dtype=np.int64).reshape(kshape)
+    pm = np.array([np.pad(q, (0, W - len(q))) for _, q in out]).reshape(kshape + (W,))
+    return start, pm
 
 
 def _product(sizes) -> int:

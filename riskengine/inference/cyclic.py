@@ -18,6 +18,7 @@ import numpy as np
 
 from kernels.elimination import max_clique_size
 
+from ..table import default_margins
 from . import _label
 
 __all__ = ["CyclicProblem", "build", "to_posterior"]
@@ -39,6 +40,9 @@ class CyclicProblem:
     gamma: float
     rule: int
     empty: bool
+    #: totals the release does not publish: {dims kept: (published sums, (entries, m)
+    #: coefficients of each cycle in each entry)}; total = published sum - coef . e
+    totals: dict = None
     _width: int | None = None
 
     @property
@@ -61,8 +65,14 @@ class CyclicProblem:
             later.update(j for j in np.nonzero(self.R[g])[0].tolist() if j > k)
         return tuple(sorted({k} | later))
 
+    def total_scopes(self):
+        """Scopes of the unpublished totals' entries (cycles with a nonzero coefficient)."""
+        return [tuple(np.nonzero(row)[0].tolist()) for _, (_, coef) in (self.totals or {}).items()
+                for row in coef]
+
     def all_scopes(self):
-        return self.scopes() + [self.cycle_scope(k) for k in range(self.m)]
+        return self.scopes() + [self.cycle_scope(k) for k in range(self.m)] + \
+            [s for s in self.total_scopes() if s]
 
     def width(self) -> int:
         if self._width is None:
@@ -73,14 +83,30 @@ class CyclicProblem:
 _LAST = [None]   # (release, prior, problem) of the last call: routes ask several times
 
 
+def _unpublished_totals(mech, release, P) -> dict:
+    """The totals of the table's structure the release does not publish, as published sums
+    and cycle coefficients (DESIGN: their posteriors too)."""
+    out = {}
+    cyc = mech.cycles
+    for keep in default_margins(release.dims):
+        if keep in release.margins:
+            continue
+        axes = tuple(i for i, d in enumerate(release.dims) if d not in keep)
+        pub = np.asarray(P.sum(axis=axes))
+        coef = cyc.sum(axis=tuple(a + 1 for a in axes)).reshape(cyc.shape[0], -1).T
+        out[keep] = (pub, coef.astype(np.int64))
+    return out
+
+
 def build(mech, release, prior) -> CyclicProblem:
     """The group form of a cyclic release under ``prior`` (``mech``: the mechanism); the
     last one is kept, as the resolver and the route ask for it in turn."""
     last = _LAST[0]
     if last is not None and last[0] is release and last[1] is prior and last[2] is mech:
         return last[3]
-    pb = _build(mech, np.asarray(release.published).astype(np.int64), release.dims,
-                release.coords, prior.log_weights)
+    P = np.asarray(release.published).astype(np.int64)
+    pb = _build(mech, P, release.dims, release.coords, prior.log_weights)
+    pb.totals = _unpublished_totals(mech, release, P)
     _LAST[0] = (release, prior, mech, pb)
     return pb
 
@@ -139,6 +165,17 @@ def to_posterior(pb: CyclicProblem, res: dict, release, prior, route: str):
         rows = start == -sh
         probs[rows] = np.concatenate([probs[rows, sh:], np.zeros((int(rows.sum()), sh))], axis=1)
     start = np.maximum(start, 0).reshape(shape)
+    totals = {}
+    for keep, (pub, pmf) in res.get("totals", {}).items():
+        Kt = (pmf.shape[-1] - 1) // 2          # pmf over offsets -Kt..Kt; total = pub - o
+        lo = np.asarray(pub).reshape(-1) - Kt
+        tp = pmf[:, ::-1]
+        tshape = np.shape(pub)
+        totals[keep] = (lo.reshape(tshape), tp.reshape(tshape + (pmf.shape[-1],)))
+    note = res.get("note", "")
+    if pb.totals and "totals" not in res:
+        note = (note + "; " if note else "") + (
+            "posteriors of the unpublished totals are computed by the structured route")
     return _label.label(release, prior, route=route, start=start,
                         probs=probs.reshape(shape + (W,)), log_evidence=res["log_evidence"],
-                        n_candidates=res["n_candidates"], note=res.get("note", ""))
+                        n_candidates=res["n_candidates"], note=note, totals=totals)

@@ -93,10 +93,14 @@ def structured(pb: CyclicProblem, count: bool = True, marginals: bool = True, pr
     m, K, W = pb.m, pb.K, 2 * pb.K + 1
     factors = _factors(pb)
     sizes = {k: 3 for k in range(m)}
-    order = elimination_order([s for s, _ in factors], list(range(m)))
+    # the unpublished totals' scopes join the tree (as flat factors) so that each lies in
+    # a clique and its marginal can be read off
+    tscopes = [sc for sc in pb.total_scopes() if sc] if marginals else []
+    tfactors = [(sc, np.zeros((3,) * len(sc))) for sc in tscopes]
+    order = elimination_order([s for s, _ in factors + tfactors], list(range(m)))
     out = {"note": ""}
     if marginals:
-        tree = CliqueTree(factors, sizes, "log", order=order)
+        tree = CliqueTree(factors + tfactors, sizes, "log", order=order)
         logz = float(tree.calibrate(downward=True))
         if not np.isfinite(logz):
             raise ValueError("no original table is consistent with this release under this prior")
@@ -110,6 +114,9 @@ def structured(pb: CyclicProblem, count: bool = True, marginals: bool = True, pr
                 progress(g + 1, pb.G)
         gp /= gp.sum(axis=1, keepdims=True)
         out.update(group_pmf=gp, log_evidence=logz + pb.const)
+        if pb.totals:
+            out["totals"] = {keep: (pub, _total_pmf(tree, coef))
+                             for keep, (pub, coef) in pb.totals.items()}
     out["n_candidates"] = None
     if count:
         z = lattice.rank1_generator(pb.R)
@@ -126,6 +133,23 @@ def structured(pb: CyclicProblem, count: bool = True, marginals: bool = True, pr
         else:
             out["note"] = (f"the cycles' null space has dimension {nul}; distinct tables are "
                            "counted only for dimension <= 1 here (or m <= 16 by enumeration)")
+    return out
+
+
+def _total_pmf(tree, coef) -> np.ndarray:
+    """Per total entry, the posterior of its offset o = coef . e on -Kt..Kt (index o + Kt)."""
+    Kt = int(np.abs(coef).sum(axis=1).max(initial=0))
+    out = np.zeros((coef.shape[0], 2 * Kt + 1))
+    for t, row in enumerate(coef):
+        scope = tuple(np.nonzero(row)[0].tolist())
+        if not scope:
+            out[t, Kt] = 1.0
+            continue
+        vars_, lm = tree.marginal(scope)
+        E = _grid(vars_)
+        o = np.broadcast_to(sum(int(row[j]) * E[j] for j in vars_), lm.shape)
+        np.add.at(out[t], (o + Kt).ravel(), np.exp(lm).ravel())
+        out[t] /= out[t].sum()
     return out
 
 

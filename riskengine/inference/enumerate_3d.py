@@ -44,12 +44,12 @@ def _complete(ew: EntryWindows) -> tuple:
     return [lo[k] for k in order(dims)], [lw[k] for k in order(dims)]
 
 
-def _exp_rows(lw):
-    """Weights rescaled so that each row's largest is 1, and the log of the factor taken out."""
+def _shift_rows(lw):
+    """Log-weights shifted so that each row's largest is 0, and the total shift taken out."""
     fin = np.isfinite(lw)
     mx = np.where(fin, lw, -np.inf).max(axis=-1)
     mx = np.where(np.isfinite(mx), mx, 0.0)
-    return np.where(fin, np.exp(lw - mx[..., None]), 0.0), float(mx.sum())
+    return np.ascontiguousarray(np.where(fin, lw - mx[..., None], -np.inf)), float(mx.sum())
 
 
 def enumerate_windows(ew: EntryWindows) -> dict:
@@ -63,11 +63,11 @@ def enumerate_windows(ew: EntryWindows) -> dict:
                                           np.full((int(np.prod(w.shape[:-1], dtype=np.int64)),
                                                    Wm - w.shape[-1]), -np.inf)], axis=1)
                           for w in mlws])
-    cwt, cshift = _exp_rows(clw.reshape(I * J * K, -1))
-    mwt, mshift = _exp_rows(mlw)
-    count, total, hist, mhist = table_enum.enumerate_3d_windows(
-        I, J, K, np.ascontiguousarray(clo.ravel(), dtype=np.int64), cwt, mlo, mwt)
-    return {"count": int(count), "total": float(total), "shift": cshift + mshift,
+    cw, cshift = _shift_rows(clw.reshape(I * J * K, -1))
+    mw, mshift = _shift_rows(mlw)
+    count, total, ref, hist, mhist = table_enum.enumerate_3d_windows(
+        I, J, K, np.ascontiguousarray(clo.ravel(), dtype=np.int64), cw, mlo, mw)
+    return {"count": int(count), "total": float(total), "shift": cshift + mshift + ref,
             "hist": hist, "mhist": mhist, "clo": clo, "mlo": mlo}
 
 
@@ -99,16 +99,17 @@ class Enumerate3D(Route):
         ew = self._windows(release).with_prior(prior, release.coords).trimmed()
         if ew is None:
             return None, None
-        return ew, enumerate_windows(ew)
+        tilt = ew.tilted()
+        res = enumerate_windows(tilt)
+        res["shift"] += tilt.shift
+        return ew, res
 
     def run(self, release, prior, *, count=True, progress=None, memory):
         ew, res = self._run(release, prior)
         if ew is None or res["count"] == 0:
             raise ValueError(f"no original table is consistent with this "
                              f"{release.mechanism.name} release under this prior")
-        total = res["total"]
-        if not total > 1e-290:
-            raise FloatingPointError(f"enumeration weights underflowed (total {total!r})")
+        total = res["total"]     # >= 1: the reference leaf itself
         shape = release.shape
         totals, at = {}, 0
         for keep in order(release.dims):

@@ -16,7 +16,7 @@ import numpy as np
 from ..mechanisms._base import Route
 from . import _label
 from . import table_dp as dp
-from .windows import exact, flat
+from .windows import EntryWindows, exact, flat
 
 __all__ = ["Grouped2D"]
 
@@ -65,14 +65,18 @@ class Grouped2D(Route):
         lw = np.where(np.isnan(lw), -np.inf, lw)
         if ax == 1:
             lo, lw, sub = lo.T, lw.transpose(1, 0, 2), sub.T
+        other = release.dims[1 - ax]
         pieces = []
         for k, members in enumerate(parts):
             members = list(members)
-            rlo, rlw = exact(lines[members])
-            clo, clw = exact(sub[k])
-            glo, glw = exact(subtot[k])
-            pieces.append((members, dp.Windows(lo[members], lw[members], rlo, rlw, clo, clw,
-                                               int(glo), glw.reshape(-1))))
+            blocks = {(g, other): (lo[members], lw[members]), (g,): exact(lines[members]),
+                      (other,): exact(sub[k]), (): exact(subtot[k])}
+            ew = EntryWindows((g, other), (len(members), lo.shape[1]),
+                              {b: v[0] for b, v in blocks.items()},
+                              {b: v[1] for b, v in blocks.items()}).trimmed()
+            tilt = None if ew is None else ew.tilted()
+            pieces.append((members, ew, None if tilt is None else dp.from_entries(tilt),
+                           0.0 if tilt is None else tilt.shift))
         return ax, pieces
 
     def run(self, release, prior, *, count=True, progress=None, memory):
@@ -80,8 +84,8 @@ class Grouped2D(Route):
         g = next(iter(release.groups))
         shape = release.shape if ax == 0 else release.shape[::-1]
         results = []
-        for k, (members, win) in enumerate(pieces):
-            res = dp.solve(win, with_count=count, max_states=memory / 8)
+        for k, (members, ew, win, shift) in enumerate(pieces):
+            res = None if win is None else dp.solve_anchored(ew, win, shift, count, memory)
             if res is None:
                 raise ValueError(f"no nonnegative integer table completes group {k} of {g!r} "
                                  "under this prior")
@@ -104,6 +108,6 @@ class Grouped2D(Route):
     def count(self, release, prior, *, progress=None, memory):
         _, pieces = self._pieces(release, prior)
         n = 1
-        for _, win in pieces:
-            n *= dp.count(win, max_states=memory / 8)
+        for _, _, win, _ in pieces:
+            n *= 0 if win is None else dp.count(win, max_states=memory / 8)
         return n

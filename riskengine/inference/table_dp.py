@@ -119,11 +119,38 @@ def _start_weights(win: Windows, indicator: bool):
     return fn, scale
 
 
+#: largest log-weight a float weight is allowed: every DP step multiplies by at most
+#: e^300 (then rescales), so sums of many such products stay finite
+_TOP = 300.0
+
+
 def _scaled(lw):
+    """Float weights ``exp(lw - c)`` per row and the ``c`` taken out: rows below 1 are
+    raised to a maximum of 1, rows that would overflow lowered to a maximum of e^300, the
+    rest kept as they are (tilted windows are anchored near the posterior's mass: keeping
+    their scale keeps those values representable)."""
     fin = np.isfinite(lw)
     mx = np.where(fin, lw, -np.inf).max(axis=-1)
     mx = np.where(np.isfinite(mx), mx, 0.0)
-    return np.where(fin, np.exp(lw - mx[..., None]), 0.0), mx
+    c = np.where(mx < 0, mx, np.where(mx > _TOP, mx - _TOP, 0.0))
+    with np.errstate(under="ignore"):
+        return np.where(fin, np.exp(lw - c[..., None]), 0.0), c
+
+
+def _lost_mass(ind, w, marg) -> float:
+    """Largest posterior mass at a representable value next to values that are possible
+    (``ind``) but whose float weight ``w`` underflowed: when it is not negligible, the
+    values beyond it may carry mass the floats could not hold."""
+    lost = ind & ~(w > 0)
+    if not lost.any():
+        return 0.0
+    rep = w > 0
+    nb = np.zeros_like(rep)
+    nb[..., 1:] |= lost[..., :-1]
+    nb[..., :-1] |= lost[..., 1:]
+    edge = rep & nb
+    W = min(marg.shape[-1], edge.shape[-1])
+    return float(np.max(np.where(edge[..., :W], marg[..., :W], 0.0), initial=0.0))
 
 
 def _col_starts(win: Windows, derived):
@@ -179,8 +206,17 @@ def solve(win: Windows, with_count: bool = False, max_states: float = np.inf) ->
     r, derived, args, scale, shift = _args(win)
     L = _limbs(win, derived) if with_count else 0
     res = table_dp.run(*args, limbs=L, posterior=True, max_states=max_states)
+    if np.isnan(res["log_z"]) or res["log_z"] == np.inf or (
+            "cell" in res and not np.all(np.isfinite(res["cell"]))):
+        raise FloatingPointError(_RANGE.format("tables whose weights overflow"))
     if not np.isfinite(res["log_z"]):
+        if with_count and res["count"] > 0:
+            raise FloatingPointError(_RANGE.format(f"all {res['count']} candidates"))
         return None
+    lost = max(_lost_mass(args[5], args[4], res["cell"]),
+               _lost_mass(args[8], args[7], res["col"]))
+    if lost > 1e-12:
+        raise FloatingPointError(_RANGE.format(f"values with posterior mass {lost:.3g}"))
     log_z = res["log_z"] + scale[0] + shift
     start, roff, rsize = res["start"], res["roff0"], res["rsize0"]
     grid = start.reshape(tuple(int(x) for x in rsize))
@@ -194,6 +230,12 @@ def solve(win: Windows, with_count: bool = False, max_states: float = np.inf) ->
             "col_lo": win.col_lo, "col": res["col"],
             "grand_lo": int(roff.sum()), "grand": grand,
             "n": int(res["count"]) if with_count else None}
+
+
+_RANGE = ("the weights of this release's candidates span more than floating point holds "
+          "({} would be lost to floats that under- or overflow): the table DP cannot "
+          "represent this prior here; a prior closer to the totals (or to independence) "
+          "can be computed")
 
 
 def _pad(rows):
@@ -235,6 +277,24 @@ def memory(win: Windows, what: str) -> tuple:
     return (tot + 2 * big) * 8 + 2 * big * 8 * limbs, f"{tot:.3g} stored DP states"
 
 
+def solve_anchored(ew: EntryWindows, win: Windows, shift: float, count: bool,
+                   memory: float) -> dict | None:
+    """:func:`solve` on tilted windows (``win``, the tilt's log factor ``shift`` added to
+    the evidence); when the floats cannot hold the weights around that anchor, once more
+    anchored at the constrained mode of the weights (:meth:`EntryWindows.mode`, an LP),
+    which puts the most probable tables at weight about 1."""
+    try:
+        res = solve(win, with_count=count, max_states=memory / 8)
+    except FloatingPointError:
+        trim = ew.trimmed()
+        tilt = trim.tilted(anchor=trim.mode())
+        res, shift = solve(from_entries(tilt), with_count=count,
+                           max_states=memory / 8), tilt.shift
+    if res is not None:
+        res["log_z"] += shift
+    return res
+
+
 class TableDP(Route):
     """Exact forward-backward DP over the cells of a 2-D table with its totals.
 
@@ -263,24 +323,29 @@ class TableDP(Route):
         return None
 
     def prepared(self, release, prior):
-        """``(entry windows with the prior, DP windows or None when no candidate)``,
-        kept for the next call on the same release and prior."""
+        """``(entry windows with the prior, DP windows or None when no candidate, the log
+        factor the tilt took out)``, kept for the next call on the same release and prior."""
         last = self._last
         if last is not None and last[0] is release and last[1] is prior:
             return last[2]
         ew = self._windows(release).with_prior(prior, release.coords)
-        out = (ew, from_entries(ew))
+        trim = ew.trimmed()
+        tilt = None if trim is None else trim.tilted()
+        out = (ew, None if tilt is None else from_entries(tilt), 0.0 if tilt is None
+               else tilt.shift)
         self._last = (release, prior, out)
         return out
 
     def estimate(self, release, prior, what="posterior"):
-        _, win = self.prepared(release, prior)
+        _, win, _ = self.prepared(release, prior)
+        if win is None:
+            return Cost(0.0, "no candidate")
         need, detail = memory(win, what)
         return Cost(need, detail)
 
     def run(self, release, prior, *, count=True, progress=None, memory):
-        ew, win = self.prepared(release, prior)
-        res = solve(win, with_count=count, max_states=memory / 8)
+        ew, win, shift = self.prepared(release, prior)
+        res = None if win is None else solve_anchored(ew, win, shift, count, memory)
         if res is None:
             raise ValueError(f"no original table is consistent with this "
                              f"{release.mechanism.name} release under this prior")
@@ -293,5 +358,5 @@ class TableDP(Route):
                             approximation=ew.approximation)
 
     def count(self, release, prior, *, progress=None, memory):
-        _, win = self.prepared(release, prior)
-        return count(win, max_states=memory / 8)
+        _, win, _ = self.prepared(release, prior)
+        return 0 if win is None else count(win, max_states=memory / 8)

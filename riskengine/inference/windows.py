@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
 
 __all__ = ["EntryWindows", "around", "exact", "flat", "from_published", "total_bound"]
 
@@ -36,6 +38,8 @@ class EntryWindows:
     lo: dict
     lw: dict
     approximation: str = field(default="")
+    #: log of the constant factor taken out of the weights (added back to the evidence)
+    shift: float = field(default=0.0)
 
     @property
     def interior(self) -> tuple:
@@ -53,7 +57,161 @@ class EntryWindows:
         with np.errstate(invalid="ignore"):
             both = lw + plw
         new_lw[self.dims] = np.where(np.isnan(both), -np.inf, both)
-        return EntryWindows(self.dims, self.shape, new_lo, new_lw, self.approximation)
+        return EntryWindows(self.dims, self.shape, new_lo, new_lw, self.approximation,
+                            self.shift)
+
+    def tilted(self, anchor: np.ndarray | None = None) -> EntryWindows:
+        """The same weights of every table, better scaled for floating point.
+
+        Each cell's log-weight gets ``s_c v`` added, ``s_c`` the sum over the totals that
+        contain the cell of a slope ``theta`` per total entry, and each total's log-weight
+        gets ``theta t`` subtracted: a table's weight is a product over entries and
+        ``sum_c s_c x_c = sum over total entries of theta t``, so every table keeps its
+        weight exactly (nothing is approximated).  The slopes centre each cell's tilted
+        window on a table ``x*`` that fits the totals (iterative proportional fitting,
+        started from each cell's own mode, to the centres of the totals' windows: for
+        Poisson priors the constrained mode): least squares of the cells' log-weight
+        slopes there.  Each cell's log-weights are then shifted to 0 at ``x*`` (the
+        constant goes to ``shift``), so the tables that carry the posterior weigh about
+        1 cell by cell.  Without it a prior centred far from the totals (Poisson(1)
+        against totals in the hundreds) weighs every table below the smallest float
+        relative to the cells' own maxima.  ``anchor``: the table ``x*`` to use instead
+        (e.g. :meth:`mode`).
+        """
+        dims = self.dims
+        lo, lw = self.interior
+        blocks = [k for k in self.lo if k != dims]
+        if not blocks or lw.shape[-1] == 1:
+            return self
+        W = lw.shape[-1]
+        fin = np.isfinite(lw)
+        first = np.argmax(fin, axis=-1)
+        last = W - 1 - np.argmax(fin[..., ::-1], axis=-1)
+        free = last > first
+        if not free.any():
+            return self
+        axes = {k: tuple(i for i, d in enumerate(dims) if d not in k) for k in blocks}
+        expand = {k: tuple(slice(None) if d in k else None for d in dims) for k in blocks}
+        target = {}
+        for k in blocks:
+            f = np.isfinite(self.lw[k])
+            a = np.argmax(f, axis=-1)
+            b = f.shape[-1] - 1 - np.argmax(f[..., ::-1], axis=-1)
+            target[k] = self.lo[k] + (a + b) / 2.0
+        # a table near the totals: iterative proportional fitting inside the cell windows
+        xmin, xmax = lo + first, lo + last
+        mode = lo + np.argmax(np.where(fin, lw, -np.inf), axis=-1)
+        x = np.where(free, np.clip(mode, np.maximum(xmin, 0.5), np.maximum(xmax, 0.5)),
+                     xmin).astype(float)
+        for _ in range(0 if anchor is not None else 30):
+            for k in blocks:
+                fixed = np.where(free, 0.0, x)
+                want = np.asarray(target[k]) - (fixed.sum(axis=axes[k]) if axes[k] else fixed)
+                have = np.where(free, x, 0.0)
+                have = have.sum(axis=axes[k]) if axes[k] else have
+                ratio = np.where(have > 0, np.maximum(want, 0.0) / np.where(have > 0, have, 1.0),
+                                 1.0)
+                r = np.asarray(ratio)[expand[k]] if np.ndim(ratio) else ratio
+                x = np.where(free, np.clip(x * r, xmin, xmax), x)
+        if anchor is not None:
+            x = np.clip(np.asarray(anchor, dtype=float), xmin, xmax)
+        # slope of each free cell's log-weight there (the finite difference across it)
+        j = np.clip(np.floor(x - lo).astype(np.int64), first, np.maximum(last - 1, first))
+        a = np.take_along_axis(lw, j[..., None], axis=-1)[..., 0]
+        b = np.take_along_axis(lw, np.minimum(j + 1, W - 1)[..., None], axis=-1)[..., 0]
+        slope = np.where(free & np.isfinite(a) & np.isfinite(b), b - a, np.nan)
+        use = np.isfinite(slope)
+        if not use.any():
+            return self
+        # least squares: -slope_c ~ sum over blocks of theta_k[entry of c]
+        offsets, n = {}, 0
+        for k in blocks:
+            size = int(np.prod(np.shape(self.lo[k]), dtype=np.int64))
+            offsets[k] = n
+            n += size
+        rows = np.flatnonzero(use.ravel())
+        A = np.zeros((rows.size, n))
+        grids = np.indices(lw.shape[:-1]).reshape(len(dims), -1)[:, rows]
+        for k in blocks:
+            kept = [i for i, d in enumerate(dims) if d in k]
+            bshape = tuple(lw.shape[i] for i in kept)
+            e = (np.ravel_multi_index(tuple(grids[i] for i in kept), bshape) if kept
+                 else np.zeros(rows.size, np.int64))
+            A[np.arange(rows.size), offsets[k] + e] = 1.0
+        sol = np.linalg.lstsq(A, -slope.ravel()[rows], rcond=None)[0]
+        theta = {k: sol[offsets[k]:offsets[k] + int(np.prod(np.shape(self.lo[k]),
+                                                              dtype=np.int64))]
+                 .reshape(np.shape(self.lo[k])) for k in blocks}
+        s = sum(np.asarray(theta[k])[expand[k]] if np.ndim(theta[k]) else theta[k]
+                for k in blocks)
+        v = lo[..., None] + np.arange(W)
+        new_lo, new_lw = dict(self.lo), dict(self.lw)
+        tilted = np.where(fin, lw + np.asarray(s)[..., None] * v, -np.inf)
+        # anchor: 0 at x* (the nearest value with finite weight)
+        at = np.clip(np.rint(x - lo).astype(np.int64), first, last)
+        anchor = np.take_along_axis(tilted, at[..., None], axis=-1)[..., 0]
+        anchor = np.where(np.isfinite(anchor), anchor,
+                          np.where(fin, tilted, -np.inf).max(axis=-1))
+        new_lw[dims] = tilted - anchor[..., None]
+        shift = self.shift + float(anchor.sum())
+        for k in blocks:
+            tv = self.lo[k][..., None] + np.arange(self.lw[k].shape[-1])
+            f = np.isfinite(self.lw[k])
+            new_lw[k] = np.where(f, self.lw[k] - np.asarray(theta[k])[..., None] * tv, -np.inf)
+        return EntryWindows(dims, self.shape, new_lo, new_lw, self.approximation, shift)
+
+    def mode(self) -> np.ndarray:
+        """The table that maximises the interior's log-weights (concave envelope, by
+        linear programming over the increments of each cell, HiGHS) subject to every total
+        lying in its window: the exact constrained mode when the log-weights are concave
+        and the system is totally unimodular (2-D tables), a close anchor otherwise."""
+        dims = self.dims
+        lo, lw = self.interior
+        W = lw.shape[-1]
+        fin = np.isfinite(lw)
+        first = np.argmax(fin, axis=-1)
+        last = W - 1 - np.argmax(fin[..., ::-1], axis=-1)
+        base = (lo + first).ravel().astype(float)
+        n = lw.shape[:-1]
+        ncell = int(np.prod(n, dtype=np.int64))
+        steps = (last - first).ravel()
+        # one variable per increment of each cell, in [0, 1], gain = its log-weight change
+        cell_of = np.repeat(np.arange(ncell), steps)
+        w_of = np.concatenate([np.arange(a, b) for a, b in zip(first.ravel(), last.ravel())]) \
+            if steps.sum() else np.zeros(0, np.int64)
+        flat = lw.reshape(ncell, W)
+        gain = flat[cell_of, w_of + 1] - flat[cell_of, w_of]
+        gain = np.where(np.isfinite(gain), gain, -1e6)      # holes: walked through at a cost
+        rows, lb, ub = [], [], []
+        nrow = 0
+        idx = np.indices(n).reshape(len(dims), -1)
+        for k in self.lo:
+            if k == dims:
+                continue
+            kept = [i for i, d in enumerate(dims) if d in k]
+            bshape = tuple(n[i] for i in kept)
+            e = (np.ravel_multi_index(tuple(idx[i] for i in kept), bshape) if kept
+                 else np.zeros(ncell, np.int64))
+            f = np.isfinite(self.lw[k])
+            tlo = (self.lo[k] + np.argmax(f, axis=-1)).ravel()
+            thi = (self.lo[k] + f.shape[-1] - 1 - np.argmax(f[..., ::-1], axis=-1)).ravel()
+            fixed = np.bincount(e, weights=base, minlength=tlo.size)
+            rows.append(nrow + e[cell_of])
+            lb.append(tlo - fixed)
+            ub.append(thi - fixed)
+            nrow += tlo.size
+        x = base.copy()
+        if steps.sum() and nrow:
+            A = sp.csr_array((np.ones(sum(r.size for r in rows)),
+                              (np.concatenate(rows), np.tile(np.arange(cell_of.size),
+                                                             len(rows)))),
+                             shape=(nrow, cell_of.size))
+            res = linprog(-gain, A_ub=sp.vstack([A, -A]),
+                          b_ub=np.concatenate([np.concatenate(ub), -np.concatenate(lb)]),
+                          bounds=(0, 1), method="highs")
+            if res.status == 0:
+                x += np.bincount(cell_of, weights=res.x, minlength=ncell)
+        return x.reshape(n)
 
     def trimmed(self) -> EntryWindows | None:
         """Impossible values at both ends of every window dropped; ``None`` when some entry
@@ -64,7 +222,7 @@ class EntryWindows:
             if t is None:
                 return None
             lo[k], lw[k] = t
-        return EntryWindows(self.dims, self.shape, lo, lw, self.approximation)
+        return EntryWindows(self.dims, self.shape, lo, lw, self.approximation, self.shift)
 
 
 def trim(lo, lw):

@@ -49,6 +49,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from ..table import Table
 from ..tabular import TabularSystem, cell_values, tabular_system
 from .contributions import Contributions
+from .protection import check_coverage
 from .sensitivity import cell_vector
 
 __all__ = ["DIRECTIONS", "OBJECTIVES", "OVER", "PRESERVE", "CTAProblem", "CTASolution",
@@ -159,6 +160,8 @@ def prepare(table, sensitive, protection, capacity, objective, preserve, directi
         raise ValueError(f"epsilon must be a finite number >= 0, got epsilon={epsilon!r}")
     system = tabular_system(table.dims, table.shape, table.margins, groups)
     a = system.vector(table.values).astype(float)
+    check_coverage(sensitive, "sensitive")
+    check_coverage(protection, "protection")
     if isinstance(sensitive, xr.Dataset):
         ds = sensitive
         sens = cell_vector(ds, "sensitive", system).astype(bool)

@@ -19,9 +19,21 @@ import numpy as np
 import xarray as xr
 
 from ..tabular import TabularSystem, cell_values
-from .sensitivity import cell_vector
+from .sensitivity import SENSITIVE_TOTALS, cell_vector
 
-__all__ = ["protection_levels", "sensitive_cells"]
+__all__ = ["check_coverage", "protection_levels", "sensitive_cells"]
+
+
+def check_coverage(x, name: str) -> None:
+    """Refuse an interior variable of :func:`riskengine.sensitivity.assess` (e.g.
+    ``ds.sensitive``) when the assessment also found sensitive totals: passing it alone
+    would silently leave those totals unprotected."""
+    n = getattr(x, "attrs", {}).get(SENSITIVE_TOTALS, 0) if isinstance(x, xr.DataArray) else 0
+    if n:
+        raise ValueError(f"{name} covers the interior cells only, but its sensitivity "
+                         f"assessment found {n} sensitive total(s) as well: pass the whole "
+                         "Dataset of rk.sensitivity.assess (totals included), not one of its "
+                         "variables")
 
 
 def sensitive_cells(sensitive, protection, system: TabularSystem) -> tuple:
@@ -38,6 +50,8 @@ def sensitive_cells(sensitive, protection, system: TabularSystem) -> tuple:
     >>> lo.tolist(), hi.tolist()
     ([1.0, 0.0, 0.0, 0.0, 0.0, 0.0], [2.0, 0.0, 0.0, 0.0, 0.0, 0.0])
     """
+    check_coverage(sensitive, "sensitive")
+    check_coverage(protection, "protection")
     if isinstance(sensitive, xr.Dataset):
         sens = cell_vector(sensitive, "sensitive", system).astype(bool)
         if protection is None:

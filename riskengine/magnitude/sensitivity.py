@@ -267,6 +267,10 @@ def protection(contributions, rule: Rule) -> float:
     return _rule(rule).protection(contributions)
 
 
+#: attr of an assessment's interior variables: the number of sensitive totals it found
+SENSITIVE_TOTALS = "sensitive_totals_elsewhere"
+
+
 def assess(contribs, rule: Rule) -> xr.Dataset:
     """Sensitivity of every cell of a table, totals included.
 
@@ -308,10 +312,18 @@ def assess(contribs, rule: Rule) -> xr.Dataset:
     prot = np.where(sens, p, 0.0)
     t = contribs.table
     ds = xr.Dataset(coords=t.coords)
+    n_int = contribs.system.n_interior
+    n_tot = int(sens[n_int:].sum())
     for b in contribs.system.blocks:
         suffix = "" if b.is_interior else ("_total" + "".join("_" + d for d in b.keep))
         for name, arr in (("S", s), ("sensitive", sens), ("protection", prot)):
-            ds[name + suffix] = xr.DataArray(arr[b.slice].reshape(b.shape), dims=b.keep)
+            attrs = {}
+            if b.is_interior:
+                # the interior variables alone do not cover the totals: say how many
+                # sensitive totals the assessment found (readers refuse to drop them)
+                attrs = {SENSITIVE_TOTALS: n_tot}
+            ds[name + suffix] = xr.DataArray(arr[b.slice].reshape(b.shape), dims=b.keep,
+                                             attrs=attrs)
     ds.attrs.update(rule=rule.describe(), structure=repr(list(t.margins)),
                     method="linear sensitivity measure (seed 004)")
     return ds

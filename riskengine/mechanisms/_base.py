@@ -268,4 +268,8 @@ def run_posterior(release, prior, route: str = "auto", progress=None, count: boo
 def run_count(release, prior, route: str = "auto", progress=None, memory=None) -> int:
     """Resolve a counting route and count the candidates."""
     r, _ = select_route(release, prior, route, memory, "count")
-    return r.count(release, prior, progress=progress, memory=_budget.budget(memory))
+    n = r.count(release, prior, progress=progress, memory=_budget.budget(memory))
+    if n == 0:   # the same answer as the posterior's, whichever route counted
+        raise ValueError(f"no original table is consistent with this {release.mechanism.name} "
+                         "release under this prior")
+    return n

@@ -46,6 +46,7 @@ from ..magnitude.cta_milp import (
     cta_stats,
     prepare,
 )
+from ..magnitude.intervals import protection_tol
 from ..release import Release
 from ..tabular import TabularSystem
 from ._base import Mechanism, register
@@ -293,8 +294,15 @@ def cta_bivariate(table_a, table_b, sensitive_a, protection_a, capacity_a, sensi
 
 
 def _result(prep: CTAProblem, sol: CTASolution, mech) -> CTAResult:
-    """The release of an adjustment (an exactly additive table) and its statistics."""
+    """The release of an adjustment (an exactly additive table) and its statistics; every
+    sensitive cell, totals included, is checked to have moved by its protection."""
     system, table = prep.system, prep.table
+    short = prep.sens & (np.abs(sol.y) < prep.p - protection_tol(prep.a))
+    if short.any():
+        j = int(np.argmax(short))
+        raise RuntimeError(f"the adjustment leaves sensitive cell {system.labels()[j]} short of "
+                           f"its protection: moved by {abs(sol.y[j]):g}, needs {prep.p[j]:g}; "
+                           f"solver status {sol.status!r}")
     interior, margins, subtotals = system.release_parts(sol.adjusted)
     release = Release(published=interior, margins=margins, mechanism=mech,
                       dims=table.dims, coords=table.coords, kind="magnitude",

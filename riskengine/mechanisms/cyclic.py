@@ -149,6 +149,17 @@ class CyclicPerturbation(Mechanism):
         if np.isnan(np.asarray(release.published, dtype=float)).any():
             raise ValueError("a cyclic-perturbation release has no suppressed (NaN) cells")
         self._check_shape(release.shape, release.dims, release.structure or None)
+        if release.groups:
+            # the published subtotals are kept by every candidate only if every cycle
+            # keeps them: then they are used (every candidate agrees with them)
+            system = release.system()
+            for k, c in enumerate(self.cycles):
+                v = system.vector(c)
+                for b in system.blocks:
+                    if b.grouped is not None and np.any(v[b.slice] != 0):
+                        raise ValueError(f"cycle {k} breaks the published subtotals "
+                                         f"{b.label}: every cycle must keep every published "
+                                         "total and subtotal")
 
     # --- likelihood -----------------------------------------------------------------
     def likelihood(self, release, original) -> float:

@@ -22,6 +22,8 @@ stage, an approximation measured in ``studies/resampling``.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from scipy import stats
 
@@ -52,6 +54,26 @@ def quality_interval(x, n, S):
     lo = np.maximum(np.ceil(x - S * sd - 1e-9), 0).astype(np.int64)
     hi = np.floor(x + S * sd + 1e-9).astype(np.int64)
     return lo, hi
+
+
+def _log_binom_window(a, b, N, p, width: int):
+    """log Pr(a <= T <= b), T ~ binomial(N, p), for windows of at most ``width`` values: a
+    log-sum-exp of the log pmf (exact far in the tails, where the probability underflows)."""
+    j = np.arange(width)
+    t = a[..., None] + j
+    lp = np.where(t <= b[..., None], stats.binom.logpmf(t, N[..., None], p[..., None]), -np.inf)
+    mx = lp.max(axis=-1)
+    safe = np.where(np.isfinite(mx), mx, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.where(np.isfinite(mx), safe + np.log(np.exp(lp - safe[..., None]).sum(-1)),
+                        -np.inf)
+
+
+def _log_binom_central(a, b, N, p):
+    """log Pr(a <= T <= b), T ~ binomial(N, p), for an interval around the mean (a quality
+    interval): one minus the two tails, each accurate on its own side."""
+    tails = stats.binom.cdf(a - 1, N, p) + stats.binom.sf(b, N, p)
+    return np.log1p(-np.minimum(tails, 1.0))
 
 
 def _x_window(k, S):
@@ -112,11 +134,35 @@ class _Resampling(Mechanism):
         return (ulo[inv].reshape(P.shape), ull[inv].reshape(P.shape + (W,)),
                 _INDEPENDENT_NOTE)
 
+    def _margins_needed(self, dims) -> tuple:
+        """The published totals this mechanism's likelihood uses (and nothing else)."""
+        return ((),)
+
     def validate_release(self, release) -> None:
         if release.kind != "count" or release.published is None:
             raise ValueError(f"a {self.name} release publishes a table of counts")
         if np.isnan(np.asarray(release.published, float)).any():
             raise ValueError(f"a {self.name} release has no suppressed (NaN) cells")
+        need = set(self._margins_needed(release.dims))
+        missing = sorted(need - set(release.margins))
+        if missing:
+            raise ValueError(f"a {self.describe()} release must publish the original totals "
+                             f"{missing} (the likelihood's n); it has {sorted(release.margins)}")
+        extra = sorted(set(release.margins) - need)
+        if extra or release.groups:
+            raise ValueError(f"a {self.describe()} release publishes only the original totals "
+                             f"{sorted(need)}; this one also has "
+                             f"{extra or 'subtotals'}, which its inference would not use")
+
+
+def _quality_bound(S) -> float:
+    """The quality bound S: a finite real number > 0 (numpy numbers accepted)."""
+    if isinstance(S, bool) or not isinstance(S, numbers.Real):
+        raise TypeError(f"S must be a real number, got {type(S).__name__} {S!r}")
+    if not (np.isfinite(float(S)) and float(S) > 0):
+        raise ValueError(f"S must be a finite number > 0 (the quality bound in standard "
+                         f"deviations), got S={S!r}")
+    return float(S)
 
 
 def _round_half_up(a):
@@ -141,9 +187,7 @@ class Bootstrap(_Resampling):
 
     def __init__(self, M: int, S: float, max_regenerations: int = 100_000):
         self.M = V.integer(M, "M", 1)
-        if not (isinstance(S, (int, float)) and S > 0):
-            raise ValueError(f"S must be a number > 0, got S={S!r}")
-        self.S = float(S)
+        self.S = _quality_bound(S)
         self.max_regenerations = V.integer(max_regenerations, "max_regenerations", 1)
 
     def _params(self) -> dict:
@@ -182,12 +226,14 @@ class Bootstrap(_Resampling):
         M = self.M
         p = x / n
         N = n * M
-        def cdf_below(kk):   # Pr(round(T / M) <= kk - 1) = Pr(T <= ceil(M (kk - 0.5)) - 1)
-            return stats.binom.cdf(np.ceil(M * (kk - 0.5)) - 1, N, p)
-        num = cdf_below(k + 1) - cdf_below(k)
-        den = cdf_below(hi + 1) - cdf_below(lo)
-        with np.errstate(divide="ignore"):
-            return np.log(np.maximum(num, 0)) - np.log(den)
+
+        def first(kk):   # smallest T with round(T / M) >= kk: T >= ceil(M (kk - 0.5))
+            return np.ceil(M * (kk - 0.5)).astype(np.int64)
+
+        # Pr(round(T / M) = k): at most M + 1 values of T, summed in log space (the
+        # published value can lie far in a tail: never a difference of two CDFs near 1)
+        num = _log_binom_window(first(k), first(k + 1) - 1, N, p, M + 1)
+        return num - _log_binom_central(first(lo), first(hi + 1) - 1, N, p)
 
 
 @register
@@ -201,9 +247,7 @@ class BinomialPerturbation(_Resampling):
     name = "binomial"
 
     def __init__(self, S: float, preserve: str = "total"):
-        if not (isinstance(S, (int, float)) and S > 0):
-            raise ValueError(f"S must be a number > 0, got S={S!r}")
-        self.S = float(S)
+        self.S = _quality_bound(S)
         self.preserve = V.choice(preserve, "preserve", PRESERVE)
 
     def _params(self) -> dict:
@@ -242,6 +286,13 @@ class BinomialPerturbation(_Resampling):
         return Release(published=out, margins=margins, mechanism=self, dims=table.dims,
                        coords=table.coords, kind="count")
 
+    def _margins_needed(self, dims) -> tuple:
+        if self.preserve == "total":
+            return ((),)
+        if len(dims) != 2:
+            raise ValueError(f"preserve={self.preserve!r} needs a 2-D table, got dims {dims}")
+        return ((), (dims[0],)) if self.preserve == "rows" else ((), (dims[1],))
+
     def _n_for_cells(self, release):
         d = release.dims
         if self.preserve == "total":
@@ -252,9 +303,7 @@ class BinomialPerturbation(_Resampling):
 
     def _cell_loglik(self, k, x, n, lo, hi):
         p = x / n
-        num = stats.binom.logpmf(k, n, p)
-        den = np.log(stats.binom.cdf(hi, n, p) - stats.binom.cdf(lo - 1, n, p))
-        return num - den
+        return stats.binom.logpmf(k, n, p) - _log_binom_central(lo, hi, n, p)
 
 
 def _perturb_group(x: np.ndarray, S: float, rng: np.random.Generator) -> np.ndarray:

@@ -12,7 +12,6 @@ tuned to match: every variant is listed with its distance to the seed.
 from __future__ import annotations
 
 import itertools
-import sys
 import time
 from pathlib import Path
 
@@ -20,10 +19,9 @@ import numpy as np
 
 import riskengine as rk
 from riskengine._io import atomic_write_text
+from riskengine.data.seeds import S003 as S
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))
-from tests import seed003 as S
 
 
 def cell_row(post, cell, qs):

@@ -75,7 +75,7 @@ def main() -> str:
             "seven sensitive cells), Table 2 (adjusted tables of four LP variants), Table 3 "
             "(Corr(a, a+y), regression slope of a+y on a, Var(a+y)/Var(a) over the sensitive "
             "cells). Transcription: `riskengine/data/seeds.py` (S000); acceptance checks: "
-            "`tests/magnitude/test_cta_seed000.py`. Moments are population moments."), ""]
+            "`tests/seeds/test_seed000_cta.py`. Moments are population moments."), ""]
     ok_rows = np.allclose(S.ORIGINAL.sum(1), S.ROW_TOTALS)
     ok_cols = np.allclose(S.ORIGINAL.sum(0), S.COL_TOTALS)
     out += [(f"Transcription check: the interior adds up to the printed row totals ({ok_rows}), "

@@ -2,9 +2,9 @@
 
 Run:  python studies/magnitude/suppression.py   (writes results_suppression.md beside it)
 
-1. Seed 000's 4 x 9 magnitude table with its seven protection limits (transcribed
-   below): the seed's "optimal suppression" pattern audited, our optimal and heuristic
-   patterns (by value and by count) with their audits.
+1. Seed 000's 4 x 9 magnitude table with its seven protection limits (transcribed in
+   riskengine/data/seeds.py): the seed's "optimal suppression" pattern audited, our
+   optimal and heuristic patterns (by value and by count) with their audits.
 2. Seed 004 §3.1 Table 1 (4 x 5, four disclosure cells needing 50 % of their value):
    the seed's ideal pattern (4 complements, value 35) and its network-method pattern
    (6 complements, value 50), against ours; seed 004's exercise (one cell disclosed).
@@ -24,25 +24,16 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 import riskengine as rk
 from riskengine._io import atomic_write_text
-from riskengine.data.seeds import S003, S004
+from riskengine.data.seeds import S000, S003, S004
 
-# seed 000, "Example 1: 4x9 Table of Magnitude Data & Protection Limits for the 7
-# Disclosure Cells (red)": interior (row and column totals 14488 6583 15271 257 /
-# 840 2042 3355 2368 7668 8133 8562 2588 1043, grand total 36599); protection limits in
-# parentheses in the seed
-SEED000 = np.array([
-    [167, 317, 1284, 587, 4490, 3981, 2442, 1150, 70],
-    [57, 1487, 172, 667, 1006, 327, 1683, 1138, 46],
-    [616, 202, 1899, 1098, 2172, 3825, 4372, 300, 787],
-    [0, 36, 0, 16, 0, 0, 65, 0, 140]], dtype=float)
-SEED000_PROT = {(0, 8): 21, (1, 0): 1, (1, 8): 7, (2, 7): 40, (3, 1): 10, (3, 3): 4,
-                (3, 8): 40}
-# seed 000 "Example 1a: After Optimal Suppression: 11 Cells (30%) & 2759 Units (7.5%)"
-SEED000_PATTERN = [(0, 0), (0, 3), (0, 8), (1, 0), (1, 7), (1, 8), (2, 1), (2, 7), (3, 1),
-                   (3, 3), (3, 8)]
-# seed 003's 4 x 4 count table (slide "Table of Counts") and its suppression pattern
+# seed 000, slides "Example 1" (the 4 x 9 table in thousands, protection limits of its 7
+# disclosure cells) and "Example 1a" (the seed's 11-cell pattern); seed 003, slide "Suppress
+# Primary Cells + Complementary Cells": transcribed in riskengine/data/seeds.py
+SEED000 = S000.ROUNDED
+SEED000_PROT = S000.ROUNDED_PROTECTION
+SEED000_PATTERN = S000.SUPPRESSION_PATTERN
 SEED003 = np.array(S003.ORIGINAL_2D)
-SEED003_SUPP = [(0, 1), (0, 2), (0, 3), (2, 2), (2, 3), (3, 1), (3, 3)]
+SEED003_SUPP = S003.SUPPRESSED_CELLS
 
 
 def mask(shape, cells):

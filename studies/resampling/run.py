@@ -13,7 +13,6 @@ Run:  python studies/resampling/run.py      (writes results.md beside this file)
 from __future__ import annotations
 
 import itertools
-import sys
 import time
 from pathlib import Path
 
@@ -22,11 +21,11 @@ from scipy import stats
 
 import riskengine as rk
 from riskengine._io import atomic_write_text
+from riskengine.data.seeds import S001
 from riskengine.mechanisms.resampling import quality_interval
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))
-from tests.test_resampling import MS, TABLE1
+TABLE1, MS = S001.TABLE1, S001.TABLE1_MS          # seed 001, Table 1 and its (M, S) columns
 
 
 def p_exact(mech, k, n, prior=None):
@@ -143,8 +142,8 @@ def main() -> str:
     out += ["", (f"Worst difference {worst:.3f}. On tiny tables the cells are far from "
             "independent (they share the total n and the whole-table acceptance), so the "
             "per-cell posterior is a rough approximation there; calibration on 5 x 5 tables "
-            "with n about 75 (tests/test_resampling.py) is within Monte Carlo error for the "
-            "bootstrap."), ""]
+            "with n about 75 (tests/mechanisms/test_resampling.py) is within Monte Carlo "
+            "error for the bootstrap."), ""]
     rng = np.random.default_rng(3)
     out += [("Calibration of P(published value is true) among published cells >= 1 "
             "(400 tables of Poisson(3) cells, 5 x 5, intruder prior = generator):"), "",

@@ -13,7 +13,6 @@ Run:  python studies/rounding/run.py      (writes results.md beside this file)
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -21,12 +20,10 @@ import numpy as np
 
 import riskengine as rk
 from riskengine._io import atomic_write_text
+from riskengine.data.seeds import S003 as S
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))
-from tests import seed003 as S
-
-ROUNDED = np.array([[15, 0, 3, 0], [21, 9, 12, 15], [3, 9, 9, 3], [12, 15, 6, 3]])  # seed 003
+ROUNDED = S.ROUNDED_2D           # seed 003, slide "Controlled Rounding" (base 3)
 
 
 def main() -> str:

@@ -15,7 +15,6 @@ Run:  python studies/rounding/three_way.py     (writes results_three_way.md besi
 from __future__ import annotations
 
 import itertools
-import sys
 import time
 from pathlib import Path
 
@@ -23,15 +22,16 @@ import numpy as np
 
 import riskengine as rk
 from riskengine._io import atomic_write_text
+from riskengine.data.seeds import S003 as S
+from riskengine.data.seeds import S004
 from riskengine.mechanisms import _rounding3d as R3
 from riskengine.mechanisms._cox import cox_unbiased as _cox_unbiased
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))
-from tests import seed003 as S
-from tests.test_rounding_3d import EX3, EX3A, EX4, EX5, INFEASIBLE, NO_ROUNDING
-
 DIMS = ("i", "j", "k")
+# a 2 x 2 x 2 table without a zero-restricted controlled rounding at base 2, found by a
+# random search (the same table as NO_ROUNDING in tests/mechanisms/test_rounding_3d.py)
+NO_ROUNDING = np.array([[[0, 0], [1, 3]], [[1, 3], [1, 2]]])
 
 
 def _planes(x) -> str:
@@ -145,7 +145,7 @@ def section_infeasible(out):
             "rounded (there is nothing to round).  Checked by LP (real tables) and MILP:"), "",
             "| example | shape | Fréchet lower <= upper | nonnegative table exists |",
             "|---|---|---|---|"]
-    for name, m in INFEASIBLE.items():
+    for name, m in S004.FRECHET_INFEASIBLE.items():
         rel = _margins_release(m)
         fb = rk.frechet_bounds(rel)
         try:
@@ -158,8 +158,13 @@ def section_infeasible(out):
     out.append("")
 
 
-def _margins_release(m):
-    shape = m[("a", "b")].shape + (m[("a", "c")].shape[1],)
+def _margins_release(ex):
+    """A margins-only release of one of seed 004's 3-D examples (S004.FRECHET_*: its 2-way
+    margins; the 1-way and grand totals follow from them)."""
+    ab, ac, bc = ex["ab"], ex["ac"], ex["bc"]
+    m = {("a", "b"): ab, ("a", "c"): ac, ("b", "c"): bc, ("a",): ab.sum(1), ("b",): ab.sum(0),
+         ("c",): ac.sum(0), (): ab.sum()}
+    shape = ab.shape + (ac.shape[1],)
     return rk.Release(None, margins=m, mechanism=rk.MarginsOnly(), dims=("a", "b", "c"),
                       coords={d: list(range(n)) for d, n in zip(("a", "b", "c"), shape)})
 
@@ -172,7 +177,7 @@ def section_bounds(out):
             "attained, as (a, b, c): Fréchet [lower, upper] vs exact [lower, upper]."), "",
             "| example | tables | cells | cells with a non-sharp bound | examples |",
             "|---|---|---|---|---|"]
-    for name, m in (("3", EX3), ("3a", EX3A), ("4", EX4), ("5", EX5)):
+    for name, m in S004.FRECHET_FEASIBLE.items():
         rel = _margins_release(m)
         fb = rk.frechet_bounds(rel)
         ex = rk.exact_bounds(rel)

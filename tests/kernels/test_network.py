@@ -1,11 +1,12 @@
-"""kernels/network.py against scipy.optimize.linprog on the same flow LPs (random small
-networks: parallel and opposite arcs, zero capacities, zero and tied costs, limits)."""
+"""kernels/network.py against scipy.optimize.linprog on the same flow LPs
+(tests/reference/network.py; random small networks: parallel and opposite arcs, zero
+capacities, zero and tied costs, limits).  Tolerance 1e-9."""
 
 import numpy as np
 import pytest
-from scipy.optimize import linprog
 
 from kernels.network import adjacency, max_flow, min_cost_flow
+from tests.reference.network import is_flow, max_flow_lp, min_cost_flow_lp
 
 EPS = 1e-12
 
@@ -22,49 +23,14 @@ def random_network(rng):
     return n, tail.astype(np.int64), head.astype(np.int64), fwd, bwd, cost, int(s), int(t)
 
 
-def incidence(n, tail, head):
-    B = np.zeros((n, tail.size))
-    B[head, np.arange(tail.size)] += 1.0      # flow enters head
-    B[tail, np.arange(tail.size)] -= 1.0
-    return B
-
-
-def ref_max_flow(n, tail, head, fwd, bwd, s, t):
-    B = incidence(n, tail, head)
-    keep = [v for v in range(n) if v not in (s, t)]
-    c = B[s]                                   # minimise inflow at s = maximise outflow
-    res = linprog(c, A_eq=B[keep] if keep else None, b_eq=np.zeros(len(keep)) if keep else None,
-                  bounds=list(zip(-bwd, fwd)), method="highs")
-    assert res.status == 0
-    return -res.fun
-
-
-def ref_min_cost(n, tail, head, fwd, bwd, cost, s, t, amount):
-    B = incidence(n, tail, head)
-    A = np.hstack([B, -B])                     # f = f+ - f-
-    b = np.zeros(n)
-    b[s], b[t] = -amount, amount
-    res = linprog(np.r_[cost, cost], A_eq=A, b_eq=b,
-                  bounds=[(0, u) for u in fwd] + [(0, u) for u in bwd], method="highs")
-    return None if res.status == 2 else res.fun
-
-
-def check_flow(n, tail, head, fwd, bwd, flow, s, t, value):
-    assert np.all(flow <= fwd + 1e-9) and np.all(flow >= -bwd - 1e-9)
-    net = incidence(n, tail, head) @ flow
-    expect = np.zeros(n)
-    expect[s], expect[t] = -value, value
-    assert np.allclose(net, expect, atol=1e-9)
-
-
 @pytest.mark.parametrize("case", range(150))
 def test_max_flow_matches_lp_and_min_cut(case):
     rng = np.random.default_rng(case)
     n, tail, head, fwd, bwd, _, s, t = random_network(rng)
     adj = adjacency(n, tail, head)
     value, flow, cut = max_flow(n, tail, head, fwd, bwd, s, t, np.inf, EPS, *adj)
-    assert value == pytest.approx(ref_max_flow(n, tail, head, fwd, bwd, s, t), abs=1e-9)
-    check_flow(n, tail, head, fwd, bwd, flow, s, t, value)
+    assert value == pytest.approx(max_flow_lp(n, tail, head, fwd, bwd, s, t), abs=1e-9)
+    assert is_flow(n, tail, head, fwd, bwd, flow, s, t, value)
     # the last search's reach is a minimum cut (max-flow min-cut theorem)
     assert cut[s] and not cut[t]
     cap = (np.sum(fwd[cut[tail] & ~cut[head]]) + np.sum(bwd[cut[head] & ~cut[tail]]))
@@ -74,7 +40,7 @@ def test_max_flow_matches_lp_and_min_cut(case):
     if lim > 0:
         v2, f2, _ = max_flow(n, tail, head, fwd, bwd, s, t, lim, EPS, *adj)
         assert v2 == pytest.approx(lim, abs=1e-12)
-        check_flow(n, tail, head, fwd, bwd, f2, s, t, v2)
+        assert is_flow(n, tail, head, fwd, bwd, f2, s, t, v2)
 
 
 @pytest.mark.parametrize("case", range(150))
@@ -86,12 +52,12 @@ def test_min_cost_flow_matches_lp(case):
     for amount in (0.5 * top, top, top + 1.0, 0.0):
         ok, flow, total = min_cost_flow(n, tail, head, fwd, bwd, cost, s, t, amount, EPS,
                                         *adj)
-        ref = ref_min_cost(n, tail, head, fwd, bwd, cost, s, t, amount)
+        ref = min_cost_flow_lp(n, tail, head, fwd, bwd, cost, s, t, amount)
         if ref is None:
             assert not ok
             continue
         assert ok
-        check_flow(n, tail, head, fwd, bwd, flow, s, t, amount)
+        assert is_flow(n, tail, head, fwd, bwd, flow, s, t, amount)
         assert total == pytest.approx(ref, abs=1e-9)
         assert np.sum(cost * np.abs(flow)) == pytest.approx(ref, abs=1e-9)
 

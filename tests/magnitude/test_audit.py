@@ -4,14 +4,13 @@ The reference (tests/reference/intervals.py) builds the equations by hand from t
 table's row / column / margin / subtotal sums (dense, one unknown per suppressed cell,
 right-hand side = published total minus the published cells), never through
 riskengine.tabular, and solves each min / max with HiGHS's dual simplex ("highs-ds")
-instead of the default choice.
+instead of the default choice.  Seed 004's exercise: tests/seeds/test_seed004_suppression.py.
 """
 
 import numpy as np
 import pytest
 
 import riskengine as rk
-from riskengine.data.seeds import S004
 from tests.reference.intervals import reference_intervals, sums_2d, sums_3d, sums_groups
 
 TOL = 1e-6
@@ -71,20 +70,6 @@ def test_subtotal_intervals_match_reference(case, rng):
     lo, hi = reference_intervals(x.astype(float), supp, sums_groups(x, parts))
     np.testing.assert_allclose(a["lower"].values, lo, atol=TOL)
     np.testing.assert_allclose(a["upper"].values, hi, atol=TOL)
-
-
-def test_seed004_exercise_one_cell_disclosed_exactly():
-    # seed 004 §3.1, "EXERCISE": "Table with suppressions, INTRA condition satisfied but
-    # one cell disclosed exactly".  Rows 1-2 give x11 + (col 2) + (col 3) = 19, so
-    # x11 = 19 - 8 - 7 = 4 (hand derivation); the audit must find it and only it.
-    rel = rk.Release(S004.EXERCISE, margins={("r",): list(S004.EXERCISE_ROW_TOTALS),
-                                             ("c",): list(S004.EXERCISE_COL_TOTALS),
-                                             (): S004.EXERCISE_GRAND_TOTAL},
-                     mechanism=rk.CellSuppression(), dims=("r", "c"))
-    a = rk.audit(rel)
-    assert a.attrs["n_exact"] == S004.EXERCISE_N_EXACT
-    assert bool(a["exact"].values[0, 0])
-    assert abs(float(a["lower"][0, 0]) - 4) < TOL and abs(float(a["upper"][0, 0]) - 4) < TOL
 
 
 def test_approximate_disclosure_and_protection_flags():

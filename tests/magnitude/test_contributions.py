@@ -1,25 +1,11 @@
-"""Magnitude tables from microdata (rk.contributions) against a plain-Python reference."""
-
-from collections import defaultdict
+"""Magnitude tables from microdata (rk.contributions) against a plain-Python reference
+(tests/reference/contributions.py)."""
 
 import numpy as np
 import pytest
 
 import riskengine as rk
-
-
-def reference(rows, dims, margins_keep, respondent=False):
-    """{(keep, index labels): sorted contributions} by plain loops."""
-    out = {}
-    for keep in margins_keep:
-        cells = defaultdict(lambda: defaultdict(float))
-        for k, row in enumerate(rows):
-            key = tuple(row[d] for d in keep)
-            who = row["id"] if respondent else k
-            cells[key][who] += row["v"]
-        for key, by in cells.items():
-            out[(keep, key)] = sorted(by.values(), reverse=True)
-    return out
+from tests.reference.contributions import contributions_by_loops
 
 
 def _rows(data):
@@ -38,7 +24,7 @@ def test_cells_and_totals_hold_the_union_of_contributions(rng, respondent):
         c = rk.contributions(data, dims=dims, value="v",
                              respondent="id" if respondent else None)
         keeps = [b.keep for b in c.system.blocks]
-        ref = reference(_rows(data), dims, keeps, respondent)
+        ref = contributions_by_loops(_rows(data), dims, keeps, respondent)
         for b in c.system.blocks:
             for idx in np.ndindex(*b.shape):
                 labels = tuple(c.table.coords[d][i] for d, i in zip(b.keep, idx))

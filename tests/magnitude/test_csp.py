@@ -1,7 +1,7 @@
 """The pieces of the suppression solvers (riskengine/magnitude/csp/) against plain
-references: fixed-cell propagation against a loop over the published sums, certificates,
-the heuristic's pool of deviations and the clean-up's drop decisions against independent
-LP intervals (tests/reference/intervals.py)."""
+references: fixed-cell propagation against a loop over the published sums
+(tests/reference/suppression.py), certificates, the heuristic's pool of deviations and the
+clean-up's drop decisions against independent LP intervals (tests/reference/intervals.py)."""
 
 import numpy as np
 import pytest
@@ -10,27 +10,11 @@ from riskengine.magnitude.csp import heuristic as H
 from riskengine.magnitude.csp.network import network_form
 from riskengine.magnitude.csp.problem import MARGIN, REACH, capacity_cut, proves
 from riskengine.tabular import tabular_system
-from tests.reference.intervals import reference_intervals, sums_2d, sums_3d
-from tests.reference.suppression import capped, csp_problem, random_case
+from tests.magnitude.suppression_cases import capped, csp_problem, random_case
+from tests.reference.intervals import reaches, reference_intervals, sums_2d, sums_3d
+from tests.reference.suppression import fixed_closure
 
 TOL = 1e-6
-
-
-def fixed_closure(supp, sums):
-    """Cells an interior pattern fixes: repeatedly, a suppressed cell that is the only
-    suppressed cell of some published sum (the reference for H._Incidence)."""
-    supp = supp.copy()
-    fixed = np.zeros_like(supp)
-    changed = True
-    while changed:
-        changed = False
-        for mask, _ in sums:
-            cells = np.flatnonzero((mask & supp).ravel())
-            if cells.size == 1:
-                supp.ravel()[cells[0]] = False
-                fixed.ravel()[cells[0]] = True
-                changed = True
-    return fixed
 
 
 def case_of(k, rng):
@@ -113,12 +97,6 @@ def certified(cert, prob, supp):
     return out
 
 
-def reaches(x, supp, sens, prot, sums):
-    """Independent LP: room below and above every sensitive cell."""
-    lo, hi = reference_intervals(x, supp, sums, only=sens)
-    return x - lo, hi - x
-
-
 @pytest.mark.parametrize("route", ["auto", "lp"])
 @pytest.mark.parametrize("case", range(16))
 def test_pool_and_certificates_are_sound(case, route):
@@ -139,7 +117,7 @@ def test_pool_and_certificates_are_sound(case, route):
     intr.pattern(supp)
     for task in prob.tasks:
         pool.add(intr.move(task[0], task[1], task[2])[1])
-    below, above = reaches(x, supp[:n_int].reshape(shape), sens, prot, sums(x))
+    below, above = reaches(x, supp[:n_int].reshape(shape), sens, sums(x))
     for s, d, p in prob.tasks:
         claim = pool.proves((s, d, p), supp)
         room = (above if d > 0 else below).ravel()[s] / prob.scale
@@ -150,7 +128,7 @@ def test_pool_and_certificates_are_sound(case, route):
     assert inc.drop(np.flatnonzero(supp & ~prob.sens)) is not None
     supp = inc.supp.copy()
     cert = H._Certificates(prob, supp, prob.tasks)
-    below, above = reaches(x, supp[:n_int].reshape(shape), sens, prot, sums(x))
+    below, above = reaches(x, supp[:n_int].reshape(shape), sens, sums(x))
     valid = certified(cert, prob, supp)
     for k, (s, d, p) in enumerate(prob.tasks):
         room = (above if d > 0 else below).ravel()[s] / prob.scale
@@ -171,7 +149,7 @@ def test_pool_and_certificates_are_sound(case, route):
         trial = supp.copy()
         trial[gone] = False
         ok = cert.drop(j, gone, trial)
-        b, a = reaches(x, trial[:n_int].reshape(shape), sens, prot, sums(x))
+        b, a = reaches(x, trial[:n_int].reshape(shape), sens, sums(x))
         # reach of every task relative to its protection (the reference LP to ~1e-9)
         ratio = np.array([(a if d > 0 else b).ravel()[s] / prob.scale / p
                           for s, d, p in prob.tasks])

@@ -1,61 +1,13 @@
-"""Linear sensitivity measures (rk.sensitivity) against seed 004 and brute force."""
-
-from fractions import Fraction
-from itertools import combinations
+"""Linear sensitivity measures (rk.sensitivity) against the brute-force rules of
+tests/reference/sensitivity.py.  Seed 004's worked example:
+tests/seeds/test_seed004_sensitivity.py."""
 
 import numpy as np
 import pytest
 
 import riskengine as rk
-from riskengine.data.seeds import S004
 from riskengine.magnitude.sensitivity import PQ, Dominance, Max, PPercent, Sum
-
-# seed 004 (004_566d03f14fee8ba2.txt, "Examples" after "Measuring Disclosure"):
-# x1 = 70, x2 = 15, x3 = 5, x4+ = 10 (here the tail is two contributions of 5)
-X = [*S004.EXAMPLE_LARGEST, S004.EXAMPLE_TAIL / 2, S004.EXAMPLE_TAIL / 2]
-
-
-def test_seed004_worked_example_exactly():
-    # exact in binary floating point: every weight is a power-of-two fraction here
-    s_dom, p_dom = S004.EXAMPLE_DOMINANCE_3_80
-    s_pq, p_pq = S004.EXAMPLE_PQ_20_50
-    assert rk.sensitivity.nk_dominance(X, 3, 80) == s_dom
-    assert rk.sensitivity.protection(X, Dominance(3, 80)) == p_dom
-    assert rk.sensitivity.p_percent(X, 20) == S004.EXAMPLE_P_PERCENT_20
-    assert rk.sensitivity.pq(X, 20, 50) == s_pq
-    assert rk.sensitivity.protection(X, PQ(20, 50)) == p_pq
-    # the tail split differently gives the same numbers (only x4+ = 10 matters)
-    assert rk.sensitivity.nk_dominance([5, 70, 3, 15, 2, 5], 3, 80) == s_dom
-    # q = 100 is the p-percent rule (seed 004: "When q = 100, S_pq = S_p%")
-    assert PQ(20, 100).sensitivity(X) == PPercent(20).sensitivity(X)
-
-
-# --- brute-force definitions, exact rational arithmetic -------------------------------------
-def brute_dominance(x, n, k):
-    """Some coalition of at most n respondents holds more than k % of the cell value."""
-    x = [Fraction(v) for v in x]
-    V = sum(x)
-    return any(sum(c) * 100 > Fraction(k) * V
-               for m in range(1, min(n, len(x)) + 1) for c in combinations(x, m))
-
-
-def brute_pq(x, p, q):
-    """Some intruder (a respondent, or an outsider with nothing of its own), knowing every
-    other contribution to within q %, gets an upper estimate of some target's contribution
-    within p % of it: V - x_j - (1 - q/100) * (others) < (1 + p/100) x_i."""
-    x = [Fraction(v) for v in x]
-    V, p, q = sum(x), Fraction(p), Fraction(q)
-    intruders = list(range(len(x))) + [None]
-    for i in range(len(x)):
-        for j in intruders:
-            if j == i:
-                continue
-            own = x[j] if j is not None else 0
-            others = V - x[i] - own
-            upper = V - own - (1 - q / 100) * others
-            if upper * 100 < (100 + p) * x[i]:
-                return True
-    return False
+from tests.reference.sensitivity import brute_dominance, brute_pq
 
 
 def random_cells(rng, count, integer=True):

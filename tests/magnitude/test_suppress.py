@@ -1,30 +1,25 @@
-"""rk.suppress: every pattern protects every sensitive cell (independent audit), the MILP
-is optimal (brute force over all patterns on small tables), seeds 000 and 004."""
-
-import itertools
+"""rk.suppress: every pattern protects every sensitive cell (independent audit,
+tests/reference/intervals.py), the MILP is optimal (brute force over all patterns on small
+tables, tests/reference/suppression.py).  Seeds 000 and 004: tests/seeds/."""
 
 import numpy as np
 import pytest
 import xarray as xr
 
 import riskengine as rk
-from riskengine.data.seeds import S004
 from riskengine.magnitude.csp import heuristic as H
 from riskengine.magnitude.csp.optimal import optimal, optimal_explicit
-from tests.reference.intervals import reference_intervals, sums_2d, sums_3d, sums_groups
-from tests.reference.suppression import capped, csp_problem, random_case
+from tests.magnitude.suppression_cases import capped, csp_problem, random_case
+from tests.reference.intervals import (
+    independently_protected,
+    reference_intervals,
+    sums_2d,
+    sums_3d,
+    sums_groups,
+)
+from tests.reference.suppression import brute_force_optimum
 
 TOL = 1e-6
-
-
-def independently_protected(x, supp, sens, plo, phi, sums):
-    if not supp[sens].all():
-        return False
-    lo, hi = reference_intervals(x.astype(float), supp, sums, only=sens)
-    for c in zip(*np.nonzero(sens)):
-        if x[c] - lo[c] < plo[c] - TOL or hi[c] - x[c] < phi[c] - TOL:
-            return False
-    return True
 
 
 def pattern(rel):
@@ -96,22 +91,6 @@ def test_subtotal_patterns_protect(method, rng):
         assert back == rel and back.groups == rel.groups
 
 
-def brute_force_optimum(x, sens, plo, phi, w, sums):
-    cand = [c for c in zip(*np.nonzero((x > 0) & ~sens))]
-    best = None
-    for k in range(len(cand) + 1):
-        for extra in itertools.combinations(cand, k):
-            supp = sens.copy()
-            for c in extra:
-                supp[c] = True
-            cost = w[supp].sum()
-            if best is not None and cost >= best - 1e-9:
-                continue
-            if independently_protected(x, supp, sens, plo, phi, sums):
-                best = cost
-    return best
-
-
 @pytest.mark.parametrize("cost", ["value", "count"])
 @pytest.mark.parametrize("case", range(3))
 def test_optimal_matches_brute_force(cost, case):
@@ -149,90 +128,6 @@ def test_ground_node_structures_match_brute_force(case):
             assert abs(x[supp].sum() - best) < 1e-6
         else:
             assert x[supp].sum() >= best - 1e-6
-
-
-def test_seed004_table1_transcription():
-    # seed 004 §3.1 Table 1 adds up to its printed totals; the ideal (INTRA) and network
-    # patterns have the printed numbers of complements and values
-    x = S004.TABLE1
-    assert tuple(x.sum(1).tolist()) == S004.TABLE1_ROW_TOTALS
-    assert tuple(x.sum(0).tolist()) == S004.TABLE1_COL_TOTALS
-    assert x.sum() == S004.TABLE1_GRAND_TOTAL
-    for cells, count, value in ((S004.TABLE1_IDEAL, S004.TABLE1_IDEAL_COUNT,
-                                 S004.TABLE1_IDEAL_VALUE),
-                                (S004.TABLE1_NETWORK, S004.TABLE1_NETWORK_COUNT,
-                                 S004.TABLE1_NETWORK_VALUE)):
-        assert len(set(cells)) == count and not set(cells) & set(S004.TABLE1_SENSITIVE)
-        assert sum(x[c] for c in cells) == value
-
-
-def test_seed004_table1_optimal_pattern():
-    # seed 004 §3.1 "Complementary cell suppression, Example": Table 1 (4x5 with totals),
-    # 4 disclosure cells each needing protection 50 % of its value; the ideal pattern
-    # "suppresses the fewest number of cells possible (4) [and] the least total value
-    # possible (35)".  Exact integer comparison.
-    x = np.array(S004.TABLE1)
-    sens = np.zeros(x.shape, bool)
-    for c in S004.TABLE1_SENSITIVE:
-        sens[c] = True
-    prot = S004.TABLE1_PROTECTION_SHARE * x
-    by_value = rk.suppress(x, sens, prot, method="optimal", cost="value")
-    by_count = rk.suppress(x, sens, prot, method="optimal", cost="count")
-    assert by_value.info["n_complementary"] == S004.TABLE1_IDEAL_COUNT
-    assert by_value.info["value_complementary"] == S004.TABLE1_IDEAL_VALUE
-    assert by_count.info["n_complementary"] == S004.TABLE1_IDEAL_COUNT
-    # the seed's pattern passes our audit
-    seed = sens.copy()
-    for c in S004.TABLE1_IDEAL:
-        seed[c] = True
-    assert independently_protected(x, seed, sens, prot, prot, sums_2d(x))
-    a = rk.audit(rk.Release(np.where(seed, np.nan, x), margins=rk.Table(x).totals(),
-                            mechanism=rk.CellSuppression(), dims=("dim_0", "dim_1")),
-                 sens, prot, table=x)
-    assert a.attrs["n_under_protected"] == 0
-    # the heuristic protects too (the seed's network heuristic needed 6 complements of
-    # value 50; ours is reported in studies/magnitude/results_suppression.md)
-    heur = rk.suppress(x, sens, prot, method="heuristic")
-    assert independently_protected(x, pattern(heur), sens, prot, prot, sums_2d(x))
-    assert heur.info["value_complementary"] >= S004.TABLE1_IDEAL_VALUE
-
-
-SEED000 = np.array([
-    [167, 317, 1284, 587, 4490, 3981, 2442, 1150, 70],
-    [57, 1487, 172, 667, 1006, 327, 1683, 1138, 46],
-    [616, 202, 1899, 1098, 2172, 3825, 4372, 300, 787],
-    [0, 36, 0, 16, 0, 0, 65, 0, 140]], dtype=float)
-SEED000_PROT = {(0, 8): 21, (1, 0): 1, (1, 8): 7, (2, 7): 40, (3, 1): 10, (3, 3): 4, (3, 8): 40}
-
-
-def test_seed000_pattern_and_optimum():
-    # seed 000, "Example 1: 4x9 Table of Magnitude Data & Protection Limits for the 7
-    # Disclosure Cells" and "Example 1a: After Optimal Suppression: 11 Cells (30%) & 2759
-    # Units (7.5%) Suppressed".  NOT reproduced: the seed's pattern (11 cells, 2759 units,
-    # checked exactly below) leaves the sensitive cell (3, 8) = 300 (protection 40) only
-    # 36 units of room below.  Hand derivation: row 3's suppressed cells are (3, 2) and
-    # (3, 8), so lowering (3, 8) by d raises (3, 2) by d; column 2's suppressed cells
-    # are (3, 2) and (4, 2) = 36, so (4, 2) falls by d and d <= 36.  Our optimum adds
-    # (1, 2) = 317: 12 cells, 3076 units (reported in the study).
-    x = SEED000
-    sens = np.zeros(x.shape, bool)
-    prot = np.zeros(x.shape)
-    for c, p in SEED000_PROT.items():
-        sens[c], prot[c] = True, p
-    seed = sens.copy()
-    for c in [(0, 0), (0, 3), (1, 7), (2, 1)]:
-        seed[c] = True
-    assert int(seed.sum()) == 11 and x[seed].sum() == 2759
-    lo, hi = reference_intervals(x, seed, sums_2d(x))
-    assert abs((x[2, 7] - lo[2, 7]) - 36) < TOL
-    short = [c for c in zip(*np.nonzero(sens))
-             if x[c] - lo[c] < prot[c] - TOL or hi[c] - x[c] < prot[c] - TOL]
-    assert short == [(2, 7)]
-    opt = rk.suppress(x, sens, prot, method="optimal", cost="value")
-    assert independently_protected(x, pattern(opt), sens, prot, prot, sums_2d(x))
-    assert opt.info["n_suppressed"] == 12 and opt.info["value_suppressed"] == 3076
-    assert np.array_equal(pattern(opt), seed | (np.arange(36).reshape(4, 9) == 1))
-    # the cheapest protecting superset of the seed's pattern costs the same: 2759 + 317
 
 
 def test_same_input_same_pattern(rng):

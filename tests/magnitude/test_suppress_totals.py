@@ -1,67 +1,26 @@
 """Suppressed totals: audit, complementary suppression and integer completions when totals
 (and the grand total) may be hidden, against an independent formulation.
 
-The reference writes a table with its totals as the *extended* array (one more entry on
-every axis: the last entry of each line is the line's total), so every equation of the
-published structure is "each line of the extended array sums to its last entry".  It never
-uses riskengine.tabular; intervals come from HiGHS's dual simplex ("highs-ds") on dense
-equations in the unknown entries, integer completions from brute-force enumeration.
+The reference (tests/reference/intervals.py, suppression.py, completions.py) writes a
+table with its totals as the *extended* array (one more entry on every axis: the last
+entry of each line is the line's total), so every equation of the published structure is
+"each line of the extended array sums to its last entry".  It never uses
+riskengine.tabular; intervals come from HiGHS's dual simplex ("highs-ds") on dense
+equations in the unknown entries, integer completions from brute-force enumeration.  The
+helpers below only translate riskengine's cell vectors to and from the extended array.
 """
 
 import itertools
 
 import numpy as np
 import pytest
-from scipy.optimize import linprog
 
 import riskengine as rk
+from tests.reference.completions import completions_ext
+from tests.reference.intervals import extend, protected_ext, reference_intervals_ext
+from tests.reference.suppression import brute_force_optimum_ext
 
 TOL = 1e-6
-
-
-def extend(x):
-    """The extended array: x with every total appended (2-D or 3-D)."""
-    e = np.asarray(x, dtype=float)
-    for ax in range(e.ndim):
-        e = np.concatenate([e, e.sum(axis=ax, keepdims=True)], axis=ax)
-    return e
-
-
-def line_equations(shape_e):
-    """Rows over the flattened extended array: every line sums to its last entry."""
-    idx = np.arange(int(np.prod(shape_e))).reshape(shape_e)
-    rows = []
-    for ax in range(len(shape_e)):
-        moved = np.moveaxis(idx, ax, -1).reshape(-1, shape_e[ax])
-        for line in moved:
-            r = np.zeros(idx.size)
-            r[line[:-1]] = 1.0
-            r[line[-1]] = -1.0
-            rows.append(r)
-    return np.array(rows)
-
-
-def reference_intervals_ext(e, hidden):
-    """LP min / max of every hidden entry of the extended array ``e`` (inf: unbounded)."""
-    A = line_equations(e.shape)
-    v = e.ravel()
-    h = hidden.ravel()
-    unk = np.flatnonzero(h)
-    Au = A[:, unk]
-    b = -A[:, ~h] @ v[~h]
-    keep = np.abs(Au).sum(axis=1) > 0
-    Au, b = Au[keep], b[keep]
-    lo = np.where(h, np.nan, v)
-    hi = lo.copy()
-    for k, j in enumerate(unk):
-        c = np.zeros(unk.size)
-        c[k] = 1.0
-        r1 = linprog(c, A_eq=Au, b_eq=b, bounds=(0, None), method="highs-ds")
-        r2 = linprog(-c, A_eq=Au, b_eq=b, bounds=(0, None), method="highs-ds")
-        assert r1.status == 0
-        lo[j] = r1.fun
-        hi[j] = np.inf if r2.status == 3 else -r2.fun
-    return lo.reshape(e.shape), hi.reshape(e.shape)
 
 
 def system_to_ext(system, vec):
@@ -124,16 +83,6 @@ def test_audit_with_hidden_totals_matches_reference(case):
     assert a.attrs["n_suppressed"] == int(hide.sum())
 
 
-def protected_ext(e, hide, sens_e, plo_e, phi_e):
-    lo, hi = reference_intervals_ext(e, hide)
-    for c in zip(*np.nonzero(sens_e)):
-        if not hide[c]:
-            return False
-        if e[c] - lo[c] < plo_e[c] - TOL or hi[c] - e[c] < phi_e[c] - TOL:
-            return False
-    return True
-
-
 def sensitive_case(rng, shape, n_int, total=True):
     """Random table with ``n_int`` sensitive interior cells and (``total``) one sensitive
     one-way or two-way total; protection 30 % of the value (at least 1)."""
@@ -174,29 +123,6 @@ def test_sensitive_totals_are_protected(method, case):
         assert rel.info["status"] == "optimal" and rel.info["gap"] == 0.0
 
 
-def brute_force_optimum_ext(x, sens, prot, system, cand):
-    """Cheapest set of hidden cells (cost = value) that protects every sensitive cell,
-    over every subset of the candidates (the sensitive cells always hidden)."""
-    e = extend(x)
-    xv = system.vector(x).astype(float)
-    to_ext = system_to_ext(system, np.arange(system.n_var)).astype(int)
-    sens_e = system_to_ext(system, sens.astype(float)) > 0
-    prot_e = system_to_ext(system, prot)
-    free = [j for j in np.flatnonzero(cand) if not sens[j]]
-    best = None
-    for k in range(len(free) + 1):
-        for combo in itertools.combinations(free, k):
-            mask = sens.copy()
-            mask[list(combo)] = True
-            cost = xv[mask].sum()
-            if best is not None and cost >= best - 1e-9:
-                continue
-            hide = np.isin(to_ext, np.flatnonzero(mask))
-            if protected_ext(e, hide, sens_e, prot_e, prot_e):
-                best = cost
-    return best
-
-
 @pytest.mark.parametrize("case", range(3))
 def test_optimal_with_totals_matches_brute_force(case):
     rng = np.random.default_rng(70 + case)
@@ -205,7 +131,10 @@ def test_optimal_with_totals_matches_brute_force(case):
     rel = rk.suppress(rk.Table(x, dims=dims), sens, prot, method="optimal",
                       suppress_totals=True)
     got = np.nansum(np.where(np.isnan(rel.cell_vector()), xv, 0.0))
-    best = brute_force_optimum_ext(x, sens, prot, system, cand)
+    e = extend(x)
+    best = brute_force_optimum_ext(e, system_to_ext(system, sens.astype(float)) > 0,
+                                   system_to_ext(system, prot),
+                                   system_to_ext(system, cand.astype(float)) > 0)
     assert abs(got - best) <= 1e-6 * best      # optimum to the solver's 1e-7 cutoff
     heur = rk.suppress(rk.Table(x, dims=dims), sens, prot, suppress_totals=True)
     assert np.nansum(np.where(np.isnan(heur.cell_vector()), xv, 0.0)) >= best - 1e-6
@@ -230,21 +159,6 @@ def test_hidden_totals_only_for_suppression_releases():
                    mechanism=rk.CellSuppression(suppress_totals=True), dims=("v", "w"))
 
 
-def brute_force_completions(e, hide):
-    """Every nonnegative integer extended array agreeing with the published entries."""
-    A = line_equations(e.shape)
-    unk = np.flatnonzero(hide.ravel())
-    top = int(np.nanmax(np.where(hide, np.nan, e))) if (~hide).any() else 0
-    base = np.where(hide, 0, e).ravel()
-    out = []
-    for vals in itertools.product(range(top + 1), repeat=unk.size):
-        v = base.copy()
-        v[unk] = vals
-        if np.all(np.abs(A @ v) < 1e-9):
-            out.append(v.reshape(e.shape))
-    return out
-
-
 @pytest.mark.parametrize("case", range(6))
 def test_posterior_with_hidden_totals_matches_brute_force(case):
     rng = np.random.default_rng(500 + case)
@@ -260,7 +174,7 @@ def test_posterior_with_hidden_totals_matches_brute_force(case):
     rel = hidden_release(x, hide, ("v", "w"), kind="count")
     prior = rk.priors.Uniform() if case < 3 else rk.priors.Poisson(2.0)
     post = rk.posterior(rel, prior)
-    comps = brute_force_completions(e, hide)
+    comps = completions_ext(e, hide)
     assert post.n_candidates == len(comps)
     wts = np.array([np.exp(prior_lw(prior, c[:2, :3])) for c in comps])
     wts /= wts.sum()

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 import riskengine as rk
 from tests.reference import cyclic as ref
+from tests.reference import tables as tab
 
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -55,13 +56,13 @@ def test_theorem_fails_under_blocking_recorded_case():
     """A blocking case where the theorem fails (found by random search, seed 6, trial 50):
     3 x 3 diagonal design, alpha = beta = 0.2839 (gamma = 0.432), rule "negative".
     Cell (0, 1) is published as 1, but its posterior mode is 0 (0.4066 vs 0.3901),
-    confirmed by the brute force of tests/reference.py."""
+    confirmed by the brute force of tests/reference/cyclic.py."""
     P = np.array([[0, 1, 1], [4, 1, 4], [1, 2, 2]])
     a = 0.2839
     C = rk.cycles.diagonal(3)
     post = rk.posterior(rk.Release(P, mechanism=rk.CyclicPerturbation(C, alpha=a, beta=a)))
-    pr, _, _ = ref.cyclic_brute(P, C, a, a, "negative", ref.uniform_log_prior)
-    pm = ref.cell_pmfs(pr, (3, 3))[(0, 1)]
+    pr, _, _ = ref.cyclic_brute(P, C, a, a, "negative", tab.uniform_log_prior)
+    pm = tab.cell_pmfs(pr, (3, 3))[(0, 1)]
     assert pm[0] > pm[1]
     assert int(post.mode().values[0, 1]) == 0
     assert float(post.max_prob().values[0, 1]) == pytest.approx(pm[0], abs=1e-12)

@@ -1,57 +1,68 @@
-"""Suppression test cases and the CSP instance rk.suppress builds, for the tests of the
-suppression solvers (tests/magnitude/test_suppress.py, test_csp.py).
+"""Complementary cell suppression by brute force over patterns, and the cells a pattern
+fixes by a plain loop over the published sums.
 
-* :func:`random_case` -- a random table with sensitive cells and protections of about
-  30 % of their values;
-* :func:`capped` -- protections no larger than what suppressing every cell could give
-  (the LP audit of the fully suppressed table);
-* :func:`csp_problem` -- the problem :func:`riskengine.magnitude.csp.find_pattern` builds
-  (value costs, zeros never complements), by flows or by LPs.
+Protection is decided by the independent LP intervals of
+:mod:`tests.reference.intervals`; the cheapest protecting pattern is found by trying every
+subset of the candidate cells, smallest first.
 """
+
+import itertools
 
 import numpy as np
 
-import riskengine as rk
-from riskengine.magnitude.csp.network import network_for
-from riskengine.magnitude.csp.problem import make_problem
-from riskengine.tabular import tabular_system
+from .intervals import independently_protected, protected_ext
 
 
-def random_case(rng, shape, n_sens, zeros=0.0):
-    x = rng.integers(1, 40, shape).astype(float)
-    x[rng.random(shape) < zeros] = 0
-    sens = np.zeros(shape, bool)
-    pos = rng.permutation(np.flatnonzero(x.ravel() > 0))[:n_sens]
-    sens.ravel()[pos] = True
-    prot = np.where(sens, np.floor(0.3 * x) + 1, 0.0)
-    prot = np.minimum(prot, x)
-    return x, sens, prot
+def brute_force_optimum(x, sens, plo, phi, w, sums):
+    """Cost (sum of ``w`` over the suppressed cells) of the cheapest pattern that contains
+    every sensitive cell and protects each (:func:`independently_protected`), over every
+    subset of the nonzero nonsensitive cells as complements."""
+    cand = [c for c in zip(*np.nonzero((x > 0) & ~sens))]
+    best = None
+    for k in range(len(cand) + 1):
+        for extra in itertools.combinations(cand, k):
+            supp = sens.copy()
+            for c in extra:
+                supp[c] = True
+            cost = w[supp].sum()
+            if best is not None and cost >= best - 1e-9:
+                continue
+            if independently_protected(x, supp, sens, plo, phi, sums):
+                best = cost
+    return best
 
 
-def capped(x, prot, dims):
-    """Protection no larger than what suppressing every cell could give (in 3-D the
-    2-way margins can pin a cell whatever is suppressed)."""
-    t = rk.Table(x, dims=dims)
-    a = rk.audit(rk.Release(np.full(x.shape, np.nan), margins=t.totals(),
-                            mechanism=rk.CellSuppression(), dims=dims))
-    room = np.minimum(x - a["lower"].values, a["upper"].values - x)
-    return np.minimum(prot, np.floor(room + 1e-9))
+def brute_force_optimum_ext(e, sens_e, prot_e, cand_e):
+    """The same on the extended array ``e`` (totals may be hidden, cost = value): the
+    cheapest set of hidden entries that contains every sensitive entry and protects each
+    (:func:`tests.reference.intervals.protected_ext`), over every subset of the candidate
+    entries ``cand_e``."""
+    free = [j for j in np.flatnonzero(cand_e.ravel()) if not sens_e.ravel()[j]]
+    best = None
+    for k in range(len(free) + 1):
+        for combo in itertools.combinations(free, k):
+            hide = sens_e.copy()
+            hide.ravel()[list(combo)] = True
+            cost = e[hide].sum()
+            if best is not None and cost >= best - 1e-9:
+                continue
+            if protected_ext(e, hide, sens_e, prot_e, prot_e):
+                best = cost
+    return best
 
 
-def csp_problem(x, sens, plo, phi, dims, w=None, suppress_totals=False, route="auto"):
-    """The CSP instance rk.suppress builds (value costs, zeros never complements);
-    ``route``: flows or LPs (:func:`riskengine.magnitude.csp.network.network_for`)."""
-    system = tabular_system(dims, x.shape)
-    xv = system.vector(x).astype(float)
-    n_int = system.n_interior
-    full = np.zeros(system.n_var, bool)
-    full[:n_int] = sens.ravel()
-    lo = np.zeros(system.n_var)
-    hi = np.zeros(system.n_var)
-    lo[:n_int], hi[:n_int] = plo.ravel(), phi.ravel()
-    cand = (xv > 0) | full
-    if not suppress_totals:
-        cand[n_int:] = False
-    w = xv if w is None else w
-    return make_problem(system.A, xv, full, lo, hi, w, cand | full, system.labels(),
-                        net=network_for(system.A, route))
+def fixed_closure(supp, sums):
+    """Cells an interior pattern fixes: repeatedly, a suppressed cell that is the only
+    suppressed cell of some published sum (``sums`` as (mask, total) pairs)."""
+    supp = supp.copy()
+    fixed = np.zeros_like(supp)
+    changed = True
+    while changed:
+        changed = False
+        for mask, _ in sums:
+            cells = np.flatnonzero((mask & supp).ravel())
+            if cells.size == 1:
+                supp.ravel()[cells[0]] = False
+                fixed.ravel()[cells[0]] = True
+                changed = True
+    return fixed

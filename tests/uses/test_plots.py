@@ -1,7 +1,7 @@
 """riskengine.plots: each plot's artists checked against the numbers it draws.
 
 Synthetic ``compare`` / ``simulate`` datasets follow the schema of issue 6
-(``compare_ds``, ``simulate_ds`` below; test_report.py uses them too).
+(``compare_ds``, ``simulate_ds`` in tests/uses/synthetic.py; test_report.py uses them too).
 """
 
 import math
@@ -19,6 +19,8 @@ from riskengine import plots
 from riskengine._io import read_table
 from riskengine.cli import _bundled
 from riskengine.simulate import calibration
+from tests.reference.measures import calibration_bins
+from tests.uses.synthetic import compare_ds, simulate_ds
 
 
 # --- inputs ----------------------------------------------------------------------------
@@ -28,50 +30,6 @@ def seed003():
     rel = rk.Release.load(_bundled("seed003_release.json"))
     truth = read_table(_bundled("seed003_original.csv"))
     return rk.posterior(rel), rel, truth.data.values
-
-
-def compare_ds(rng, names=("cyclic", "rounding 3", "margins only"), draws=5, shape=(2, 3)):
-    """A dataset with the schema of rk.compare (values random, structure exact)."""
-    m, dims = len(names), ("v", "w")
-    rd = rng.uniform(0, 1, (m, draws))
-    ud = -rng.uniform(0, 5, (m, draws))
-    true = rng.integers(0, 9, shape)
-    pub = true + rng.integers(-1, 2, (m, draws, *shape))
-    ds = xr.Dataset(
-        {"risk": ("mechanism", rd.mean(1), {"definition": "sum of Pr(true value)"}),
-         "utility": ("mechanism", ud.mean(1), {"definition": "-L1(published, true)"}),
-         "risk_draw": (("mechanism", "draw"), rd),
-         "utility_draw": (("mechanism", "draw"), ud),
-         "expected_exact": (("mechanism", "draw"), rd * 6,
-                            {"definition": "sum over cells of Pr(true)"}),
-         "l1": (("mechanism", "draw"), -ud, {"definition": "sum |published - true|"}),
-         "hellinger": (("mechanism", "draw"), rng.uniform(0, 1, (m, draws))),
-         "prob_exact": (("mechanism", "draw", *dims), rng.uniform(0, 1, (m, draws, *shape))),
-         "published": (("mechanism", "draw", *dims), pub),
-         "true": (dims, true)},
-        coords={"mechanism": list(names), "draw": np.arange(draws),
-                "v": ["a", "b"][: shape[0]], "w": ["x", "y", "z"][: shape[1]]},
-        attrs={"intruder": "Uniform()", "user": "Flat(0)", "draws": draws,
-               "riskengine_kind": "compare"})
-    return ds
-
-
-def simulate_ds(rng, n_tables=400, shape=(3, 3), calibrated=True):
-    """A dataset with the schema of rk.simulate; map_hit ~ Bernoulli(map_prob) when
-    ``calibrated``, else Bernoulli(map_prob ** 3) (over-confident intruder)."""
-    dims = ("table", "v", "w")
-    p = rng.uniform(0.05, 1.0, (n_tables, *shape))
-    hit = rng.uniform(size=p.shape) < (p if calibrated else p ** 3)
-    true = rng.poisson(3, p.shape)
-    return xr.Dataset(
-        {"true": (dims, true), "published": (dims, true),
-         "map_value": (dims, np.where(hit, true, true + 1)), "map_prob": (dims, p),
-         "map_hit": (dims, hit), "prob_exact": (dims, np.where(hit, p, 0.5 * (1 - p))),
-         "n_candidates": ("table", rng.integers(1, 100, n_tables))},
-        coords={"table": np.arange(n_tables), "v": ["v1", "v2", "v3"][: shape[0]],
-                "w": ["w1", "w2", "w3"][: shape[1]]},
-        attrs={"mechanism": "CyclicPerturbation(m=3, alpha=0.25, beta=0.25)",
-               "prior": "Poisson(2.0)", "seed": 7, "riskengine_kind": "simulate"})
 
 
 def _images(fig):
@@ -279,14 +237,11 @@ def test_calibration_table_against_a_plain_loop(rng):
     edges = [0.0, 0.25, 0.5, 0.6, 1.0]
     tab = calibration(ds, bins=edges)
     p, h = ds["map_prob"].values.ravel(), ds["map_hit"].values.ravel()
-    for b in range(4):
-        last = b == 3
-        sel = [i for i in range(p.size) if not np.isnan(p[i]) and edges[b] <= p[i]
-               and (p[i] < edges[b + 1] or (last and p[i] == edges[b + 1]))]
-        assert tab["n"].values[b] == len(sel)
-        assert tab["hits"].values[b] == sum(h[i] for i in sel)
-        assert tab["claimed"].values[b] == pytest.approx(np.mean(p[sel]))
-        assert tab["observed"].values[b] == pytest.approx(np.mean(h[sel]))
+    for b, (n, hits, claimed, observed) in enumerate(calibration_bins(p, h, edges)):
+        assert tab["n"].values[b] == n
+        assert tab["hits"].values[b] == hits
+        assert tab["claimed"].values[b] == pytest.approx(claimed)
+        assert tab["observed"].values[b] == pytest.approx(observed)
     assert tab.attrs["n_cells"] == p.size - 1
     with pytest.raises(ValueError, match="bins must be"):
         calibration(ds, bins=[0.5, 0.2])

@@ -1,18 +1,18 @@
-"""Controlled rounding and margins-only inference against brute force.
+"""Controlled rounding and margins-only inference (the table DP, inference/table_dp.py)
+against brute force.
 
-Reference: tests/reference.py enumerates every candidate table explicitly and
-weighs it (prior x likelihood written directly from DESIGN.md); the DP must agree
-to 1e-9 on every cell and total probability, and exactly on the candidate count.
+Reference: tests/reference/tables.py enumerates every candidate table explicitly and
+weighs it (prior x likelihood written directly from DESIGN.md, the rounding probability
+from tests/reference/rounding.py); the DP must agree to 1e-9 on every cell and total
+probability, and exactly on the candidate count.
 """
-
-import math
 
 import numpy as np
 import pytest
-from scipy import stats
 
 import riskengine as rk
-from tests.reference import cyclic as ref
+from tests.reference import tables as tab
+from tests.reference.rounding import rounding_log_likelihood_2d
 
 SHAPES_BASES = [((2, 2), 2), ((2, 2), 3), ((2, 2), 4), ((2, 2), 5), ((2, 3), 2), ((2, 3), 3),
                 ((3, 2), 3), ((3, 3), 2), ((2, 4), 2), ((3, 4), 2)]
@@ -40,12 +40,12 @@ def _check(post, res, shape, tol=1e-9):
 
 def _prior(i, shape, rng):
     if i % 3 == 0:
-        return rk.priors.Uniform(), lambda T: 0.0
+        return rk.priors.Uniform(), tab.uniform_log_prior
     if i % 3 == 1:
         rate = float(rng.uniform(0.5, 6.0))
-        return rk.priors.Poisson(rate), lambda T: float(stats.poisson.logpmf(T, rate).sum())
+        return rk.priors.Poisson(rate), tab.poisson_log_prior(rate)
     rate = rng.uniform(0.5, 6.0, size=shape)
-    return rk.priors.Poisson(rate), lambda T: float(stats.poisson.logpmf(T, rate).sum())
+    return rk.priors.Poisson(rate), tab.poisson_log_prior(rate)
 
 
 @pytest.mark.parametrize("i", range(200))
@@ -63,21 +63,17 @@ def test_rounding_posterior_matches_brute_force(i):
     rr = [win(v) for v in rel.margins[("v",)]]
     cc = [win(v) for v in rel.margins[("w",)]]
     gg = win(rel.margins[()])
-    tables = list(ref.tables_with_windows(lo, hi, rr, cc, gg))
+    tables = list(tab.tables_with_windows(lo, hi, rr, cc, gg))
 
     def logw(Tc):
         if lk == "feasible":
             like = 0.0
         else:
-            entries = [(Tc[idx], P[idx]) for idx in np.ndindex(*shape)]
-            entries += list(zip(Tc.sum(1), rel.margins[("v",)]))
-            entries += list(zip(Tc.sum(0), rel.margins[("w",)]))
-            entries += [(Tc.sum(), rel.margins[()])]
-            pr = [ref.round_prob(int(t), int(R), B) for t, R in entries]
-            like = sum(math.log(p) if p > 0 else -math.inf for p in pr)
+            like = rounding_log_likelihood_2d(Tc, P, rel.margins[("v",)], rel.margins[("w",)],
+                                              rel.margins[()], B)
         return lp(Tc) + like
 
-    res = ref.posterior_over_tables(tables, logw)
+    res = tab.posterior_over_tables(tables, logw)
     assert res is not None  # the true table is always a candidate
     post = rk.posterior(rel, prior)
     _check(post, res, shape)
@@ -97,9 +93,9 @@ def test_margins_only_posterior_matches_brute_force(i):
     prior, lp = _prior(i, shape, rng)
     R, C, N = T.sum(1), T.sum(0), T.sum()
     hi = np.minimum(R[:, None], C[None, :])
-    tables = list(ref.tables_with_windows(np.zeros(shape, int), hi, [(x, x) for x in R],
+    tables = list(tab.tables_with_windows(np.zeros(shape, int), hi, [(x, x) for x in R],
                                           [(x, x) for x in C], (N, N)))
-    res = ref.posterior_over_tables(tables, lp)
+    res = tab.posterior_over_tables(tables, lp)
     post = rk.posterior(rel, prior)
     _check(post, res, shape)
     assert rk.count_candidates(rel) == len(tables)

@@ -1,6 +1,7 @@
-"""Cyclic perturbation: both exact routes against the plain-Python brute force.
+"""Cyclic perturbation: both exact routes (inference/cyclic_structured.py,
+cyclic_enumerate.py) against the plain-Python brute force.
 
-Reference: tests/reference.py (forward simulation of the mechanism from every
+Reference: tests/reference/cyclic.py (forward simulation of the mechanism from every
 candidate original, candidates deduplicated in a dict).  Tolerance: 1e-9 on every
 cell probability, exact equality of the candidate count.
 """
@@ -13,6 +14,7 @@ import pytest
 import riskengine as rk
 from riskengine import cycles
 from tests.reference import cyclic as ref
+from tests.reference import tables as tab
 
 
 def _case(i):
@@ -40,13 +42,13 @@ def _case(i):
     rule = ("negative", "any_zero")[(i // 2) % 2]
     pk = i % 4
     if pk == 0:
-        prior, lp = rk.priors.Uniform(), ref.uniform_log_prior
+        prior, lp = rk.priors.Uniform(), tab.uniform_log_prior
     elif pk == 1:
         rate = float(rng.uniform(0.5, 4.0))
-        prior, lp = rk.priors.Poisson(rate), ref.poisson_log_prior(rate)
+        prior, lp = rk.priors.Poisson(rate), tab.poisson_log_prior(rate)
     elif pk == 2:
         rate = rng.uniform(0.5, 4.0, size=shape)
-        prior, lp = rk.priors.Poisson(rate), ref.poisson_log_prior(rate)
+        prior, lp = rk.priors.Poisson(rate), tab.poisson_log_prior(rate)
     else:
         prior = rk.priors.Flat(low=1)
         lp = lambda t: 0.0 if t.min() >= 1 else -math.inf
@@ -57,14 +59,6 @@ def _dense_ours(post, vmax):
     out = np.zeros(post.shape + (vmax + 1,))
     for v in range(vmax + 1):
         out[..., v] = post.prob(np.full(post.shape, v)).values
-    return out
-
-
-def _dense_ref(pm, shape, vmax):
-    out = np.zeros(shape + (vmax + 1,))
-    for idx, d in pm.items():
-        for v, p in d.items():
-            out[idx + (v,)] = p
     return out
 
 
@@ -83,7 +77,7 @@ def test_routes_match_brute_force(i):
             rk.posterior(rel, prior)
         return
     vmax = int(rel.published.max()) + C.shape[0] + 1
-    want = _dense_ref(ref.cell_pmfs(post_ref, T.shape), T.shape, vmax)
+    want = tab.dense_cell_pmfs(tab.cell_pmfs(post_ref, T.shape), T.shape, vmax)
     for route in ("structured", "enumerate"):
         post = rk.posterior(rel, prior, route=route)
         got = _dense_ours(post, vmax)
@@ -121,9 +115,9 @@ def test_many_dependent_moves(seed):
     mech = rk.CyclicPerturbation(C, alpha=alpha, beta=beta, rule=rule)
     rel = mech.protect(rk.Table(T), np.random.default_rng(seed))
     post_ref, n_ref, _ = ref.cyclic_brute(rel.published, C, alpha, beta, rule,
-                                          ref.uniform_log_prior)
+                                          tab.uniform_log_prior)
     vmax = int(rel.published.max()) + C.shape[0] + 1
-    want = _dense_ref(ref.cell_pmfs(post_ref, T.shape), T.shape, vmax)
+    want = tab.dense_cell_pmfs(tab.cell_pmfs(post_ref, T.shape), T.shape, vmax)
     for route in ("structured", "enumerate"):
         post = rk.posterior(rel, rk.priors.Uniform(), route=route)
         assert np.abs(_dense_ours(post, vmax) - want).max() <= 1e-9

@@ -5,7 +5,8 @@ designs; 81 possible perturbed tables and the +-2 feasibility interval; the
 distribution of cell (1,4).  Not reproduced (the seed does not give its zero rule
 or prior, see studies/duncan_roehrig/): cells (1,2), (3,4), (4,4) and the 3-way
 numbers; the tests below pin what riskengine computes for them under the stated
-definitions, each checked against the brute force of tests/reference.py.
+definitions, each checked against the brute force of tests/reference/cyclic.py.
+Seed numbers: riskengine/data/seeds.py (S003).
 """
 
 import itertools
@@ -14,8 +15,9 @@ import numpy as np
 import pytest
 
 import riskengine as rk
-from tests import seed003 as S
+from riskengine.data.seeds import S003 as S
 from tests.reference import cyclic as ref
+from tests.reference import tables as tab
 
 
 def test_perturbed_2d_is_a_cycle_combination_of_the_original():
@@ -33,7 +35,7 @@ def test_81_possible_perturbed_tables_and_interval_pm2():
     # the four diagonal cycles sum to zero, so e and e + (1,1,1,1) coincide
     assert len(outs) == 81 - 16
     assert rk.cycles.coverage(C).max() == 2 == rk.cycles.coverage(C).min()
-    mech = rk.CyclicPerturbation(C, alpha=0.25, beta=0.25)
+    mech = rk.CyclicPerturbation(C, alpha=S.ALPHA, beta=S.BETA)
     rng = np.random.default_rng(3)
     for _ in range(200):
         rel = mech.protect(rk.Table(S.ORIGINAL_2D), rng)
@@ -44,7 +46,7 @@ def test_81_possible_perturbed_tables_and_interval_pm2():
 def test_cell_14_distribution_matches_seed():
     """Seed 003, 'Results for the Example', row Pr(t(1,4) = q): two decimals (tol 0.005)."""
     rel = rk.Release(S.PERTURBED_2D, mechanism=rk.CyclicPerturbation(
-        rk.cycles.diagonal(4), alpha=0.25, beta=0.25), dims=("v", "w"))
+        rk.cycles.diagonal(4), alpha=S.ALPHA, beta=S.BETA), dims=("v", "w"))
     post = rk.posterior(rel, rk.priors.Uniform())
     got = [float(post.prob(np.full((4, 4), q)).values[0, 3]) for q in range(6)]
     assert got == pytest.approx(S.CELL_TABLE_2D[(0, 3)], abs=0.005 + 1e-9)
@@ -54,10 +56,11 @@ def test_cell_14_distribution_matches_seed():
 def test_2d_example_against_brute_force(rule):
     C = rk.cycles.diagonal(4)
     rel = rk.Release(S.PERTURBED_2D, mechanism=rk.CyclicPerturbation(
-        C, alpha=0.25, beta=0.25, rule=rule), dims=("v", "w"))
+        C, alpha=S.ALPHA, beta=S.BETA, rule=rule), dims=("v", "w"))
     post = rk.posterior(rel, rk.priors.Uniform())
-    p_ref, n_ref, _ = ref.cyclic_brute(S.PERTURBED_2D, C, 0.25, 0.25, rule, ref.uniform_log_prior)
-    pm = ref.cell_pmfs(p_ref, (4, 4))
+    p_ref, n_ref, _ = ref.cyclic_brute(S.PERTURBED_2D, C, S.ALPHA, S.BETA, rule,
+                                       tab.uniform_log_prior)
+    pm = tab.cell_pmfs(p_ref, (4, 4))
     assert post.n_candidates == n_ref
     for cell in S.CELL_TABLE_2D:
         for q in range(6):
@@ -80,8 +83,8 @@ def test_three_way_against_brute_force(rule):
     rel = rk.Release(S.PERTURBED_3D, mechanism=rk.CyclicPerturbation(
         C, alpha=third, beta=third, rule=rule), dims=("i", "j", "k"))
     p_ref, n_ref, _ = ref.cyclic_brute(S.PERTURBED_3D, C, third, third, rule,
-                                       ref.uniform_log_prior)
-    pm = ref.cell_pmfs(p_ref, (4, 4, 3))
+                                       tab.uniform_log_prior)
+    pm = tab.cell_pmfs(p_ref, (4, 4, 3))
     for route in ("structured", "enumerate"):
         post = rk.posterior(rel, rk.priors.Uniform(), route=route)
         assert post.n_candidates == n_ref

@@ -1,35 +1,15 @@
 """Posterior over integer completions of a suppressed count release, against brute force
-(every assignment of the suppressed cells, kept when every published sum holds)."""
-
-import itertools
+(tests/reference/completions.py: every assignment of the suppressed cells, kept when every
+published sum holds).  Tolerance 1e-9 on every cell probability, exact counts."""
 
 import numpy as np
 import pytest
 
 import riskengine as rk
 from riskengine.tabular import tabular_system
+from tests.reference import tables as tab
+from tests.reference.completions import completions
 from tests.reference.intervals import sums_2d, sums_3d, sums_groups
-
-
-def brute(x, supp, sums, logw):
-    """All completions: count, and per-cell pmf (values 0..V-1) under log-weights
-    ``logw(value array) -> per-cell log weight array``."""
-    cells = list(zip(*np.nonzero(supp)))
-    V = int(max(t for _, t in sums)) + 1
-    cap = [min(int(t) for m, t in sums if m[c]) for c in cells]  # a cell <= each sum holding it
-    hist = np.zeros(x.shape + (V,))
-    n, z = 0, 0.0
-    for vals in itertools.product(*(range(k + 1) for k in cap)):
-        y = x.copy()
-        for c, v in zip(cells, vals):
-            y[c] = v
-        if all(y[m].sum() == t for m, t in sums):
-            n += 1
-            w = np.exp(logw(y).sum())
-            z += w
-            for idx in np.ndindex(*x.shape):
-                hist[idx + (y[idx],)] += w
-    return n, hist / z if z else hist
 
 
 def release(x, supp, dims, groups=None):
@@ -55,14 +35,13 @@ def dense(post, V):
 
 
 PRIORS = [
-    (rk.priors.Uniform(), lambda y: np.zeros(y.shape)),
-    (rk.priors.Poisson(2.0), lambda y: y * np.log(2.0) - np.array(
-        [np.sum(np.log(np.arange(1, v + 1))) for v in y.ravel()]).reshape(y.shape)),
+    (rk.priors.Uniform(), tab.uniform_cell_log_weights),
+    (rk.priors.Poisson(2.0), tab.poisson_cell_log_weights(2.0)),
 ]
 
 
 def check(x, supp, sums, rel, prior, logw):
-    n, ref = brute(x, supp, sums, logw)
+    n, ref = completions(x, supp, sums, logw)
     post = rk.posterior(rel, prior)
     assert post.n_candidates == n
     assert rk.count_candidates(rel, prior) == n
@@ -113,28 +92,6 @@ def test_subtotals_match_brute_force(case):
     sums = sums_groups(x, parts) if dim == "v" else [
         (m.T, t) for m, t in sums_groups(x.T, parts)]
     check(x, supp, sums, release(x, supp, ("v", "w"), groups={dim: parts}), *PRIORS[case // 2])
-
-
-SEED003 = np.array([[15, 1, 3, 1], [20, 10, 10, 15], [3, 10, 10, 2], [12, 14, 7, 2]])
-SEED003_SUPP = np.array([[0, 1, 1, 1], [0, 0, 0, 0], [0, 0, 1, 1], [0, 1, 0, 1]], bool)
-
-
-def test_seed003_three_possible_tables():
-    # seed 003, slide "Suppress Primary Cells + Complementary Cells": the 4x4 table with
-    # s entries at (1,2) (1,3) (1,4) (3,3) (3,4) (4,2) (4,4); "only three possible original
-    # tables".  Exact count.  Reproduced when the intruder knows that no cell is zero
-    # (Flat(low=1): the table has no zeros, a suppressed count is a respondent count);
-    # with cells >= 0 there are 15 completions (hand derivation: two free cells a = x12,
-    # b = x13 with a >= 0, b >= 1, a + b <= 5).
-    rel = release(SEED003, SEED003_SUPP, ("v", "w"))
-    assert rk.count_candidates(rel, rk.priors.Flat(low=1)) == 3
-    assert rk.count_candidates(rel) == 15
-    post = rk.posterior(rel, rk.priors.Flat(low=1))
-    assert post.n_candidates == 3
-    assert float(post.prob_exact(SEED003).values.min()) > 0
-    # the three tables, by hand: (a, b) in {(1, 2), (1, 3), (2, 2)}; x12 = a
-    assert post.pmf.sel(v=0, w=1, value=[1, 2]).values.round(12).tolist() == [
-        round(2 / 3, 12), round(1 / 3, 12)]
 
 
 def test_magnitude_release_has_no_integer_posterior():

@@ -18,8 +18,7 @@ import riskengine as rk
 from riskengine._io import atomic_write_netcdf
 from riskengine.cli import main
 from riskengine.report import _kind, describe_release, render_report, write_report
-
-from .test_plots import compare_ds, simulate_ds
+from tests.uses.synthetic import compare_ds, simulate_ds
 
 _VOID = {"meta", "img", "br", "hr", "link", "input", "col", "area", "base", "source", "wbr"}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -3,6 +3,8 @@ import pytest
 
 import riskengine as rk
 from riskengine import cycles
+from tests.reference import cyclic as ref
+from tests.reference import tables as tab
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 7])
@@ -44,14 +46,13 @@ def test_check_names_cycle_and_margin():
 
 
 def test_staircase_posterior_matches_brute_force():
-    from tests.reference import cyclic as ref
     C = cycles.staircase(2, 4)
     T = np.array([[0, 3, 1, 2], [2, 0, 1, 4]])
     mech = rk.CyclicPerturbation(C, alpha=0.3, beta=0.3)
     rel = mech.protect(rk.Table(T), np.random.default_rng(2))
     post = rk.posterior(rel)
-    pr, n, _ = ref.cyclic_brute(rel.published, C, 0.3, 0.3, "negative", ref.uniform_log_prior)
-    pm = ref.cell_pmfs(pr, T.shape)
+    pr, n, _ = ref.cyclic_brute(rel.published, C, 0.3, 0.3, "negative", tab.uniform_log_prior)
+    pm = tab.cell_pmfs(pr, T.shape)
     assert post.n_candidates == n
     for idx, d in pm.items():
         for v, p in d.items():

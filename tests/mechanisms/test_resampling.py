@@ -1,42 +1,15 @@
-"""Bootstrap and binomial perturbation (seed 001)."""
+"""Bootstrap and binomial perturbation (seed 001): cell likelihoods against the direct sums
+of tests/reference/resampling.py (atol 1e-12), protection properties, calibration.  Seed
+001's Table 1: tests/seeds/test_seed001.py."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats
 
 import riskengine as rk
 from riskengine.mechanisms.resampling import quality_interval
-
-# Seed 001, Table 1: P(X_ij = k | X^M_ij = k), n > 1000, rows k = 1, 2, 3;
-# columns (M, S) = (1,3) (1,2) (1,1.5) (3,3) (3,2) (3,1.5) (5,3) (5,2) (5,1.5)
-TABLE1 = {
-    1: [.40, .42, .47, .65, .65, .66, .76, .76, .76],
-    2: [.27, .28, .28, .46, .46, .46, .58, .58, .58],
-    3: [.22, .24, .27, .38, .38, .39, .48, .48, .48],
-}
-MS = [(1, 3), (1, 2), (1, 1.5), (3, 3), (3, 2), (3, 1.5), (5, 3), (5, 2), (5, 1.5)]
-
-
-@pytest.mark.parametrize("n", [1000, 100_000])
-def test_seed001_table1(n):
-    """All 27 values of seed 001's Table 1 within 0.01 (flat prior on x >= 1)."""
-    for k, row in TABLE1.items():
-        for (M, S), want in zip(MS, row):
-            rel = rk.Release(np.array([[k, n - k]]), margins={(): n}, mechanism=rk.Bootstrap(M, S))
-            got = float(rk.posterior(rel, rk.priors.Flat(low=1)).prob_published().values[0, 0])
-            assert got == pytest.approx(want, abs=0.01), (k, M, S, got)
-
-
-def _brute_bootstrap_law(k, x, n, M, S):
-    """Direct sum over T = sum of the M draws ~ binomial(nM, x/n); round(T/M) half up."""
-    lo, hi = quality_interval(x, n, S)
-    T = np.arange(n * M + 1)
-    pmf = stats.binom.pmf(T, n * M, x / n)
-    rounded = np.floor(T / M + 0.5)
-    inside = (rounded >= lo) & (rounded <= hi)
-    return pmf[(rounded == k) & inside].sum() / pmf[inside].sum()
+from tests.reference import resampling as ref
 
 
 @pytest.mark.parametrize("seed", range(30))
@@ -46,15 +19,14 @@ def test_cell_likelihoods_match_direct_sums(seed):
     x = int(rng.integers(1, n + 1))
     M = int(rng.integers(1, 6))
     S = float(rng.choice([1.0, 1.5, 2.0, 3.0]))
-    lo, hi = quality_interval(x, n, S)
+    lo, hi = ref.quality_interval(x, n, S)
+    assert (lo, hi) == tuple(int(v) for v in quality_interval(x, n, S))
     ks = np.arange(max(lo - 1, 0), hi + 2)
     got = np.exp(rk.Bootstrap(M, S).log_likelihood_cells(ks, x, n))
-    want = [_brute_bootstrap_law(k, x, n, M, S) for k in ks]
+    want = [ref.bootstrap_law(k, x, n, M, S) for k in ks]
     assert np.allclose(got, want, atol=1e-12)
     got = np.exp(rk.BinomialPerturbation(S).log_likelihood_cells(ks, x, n))
-    pmf = stats.binom.pmf(ks, n, x / n) * ((ks >= lo) & (ks <= hi))
-    full = stats.binom.pmf(np.arange(lo, hi + 1), n, x / n).sum()
-    assert np.allclose(got, pmf / full, atol=1e-12)
+    assert np.allclose(got, ref.binomial_law(ks, x, n, S), atol=1e-12)
 
 
 def test_quality_interval_definition():
@@ -137,12 +109,12 @@ def test_binomial_compensation_error_is_measured():
 
 
 def test_errors():
-    with pytest.raises(ValueError, match="S must be a number > 0"):
+    with pytest.raises(ValueError, match="S must be a finite number > 0"):
         rk.Bootstrap(1, 0)
     with pytest.raises(ValueError, match="M must be >= 1"):
         rk.Bootstrap(0, 2.0)
     with pytest.raises(ValueError, match="unknown preserve"):
         rk.BinomialPerturbation(2.0, preserve="cells")
-    with pytest.raises(ValueError, match="grand total n"):
+    with pytest.raises(ValueError, match=r"must publish the original totals \[\(\)\]"):
         rk.posterior(rk.Release(np.array([[1, 2]]), mechanism=rk.Bootstrap(1, 2.0),
                                 margins={("dim_0",): [3]}))

@@ -3,6 +3,7 @@ import pytest
 from scipy import stats
 
 import riskengine as rk
+from riskengine.data.seeds import S003
 
 
 def _vals(shape, W=12):
@@ -74,9 +75,8 @@ def test_parse():
 
 def test_knowledge_changes_the_posterior():
     """An intruder who knows a cell is >= 1 rules out the published-0 reading."""
-    from tests import seed003 as S
-    rel = rk.Release(S.PERTURBED_2D, mechanism=rk.CyclicPerturbation(
-        rk.cycles.diagonal(4), alpha=0.25, beta=0.25), dims=("v", "w"))
+    rel = rk.Release(S003.PERTURBED_2D, mechanism=rk.CyclicPerturbation(
+        rk.cycles.diagonal(4), alpha=S003.ALPHA, beta=S003.BETA), dims=("v", "w"))
     base = rk.posterior(rel)
     know = rk.posterior(rel, rk.priors.Uniform().at_least([(0, 1)], 1))
     assert base.prob(np.zeros((4, 4), int)).values[0, 1] > 0.5

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..mechanisms._base import Route
+from ..mechanisms._base import Cost, Route
 from ..table import default_margins
 from . import _label
 
@@ -48,6 +48,10 @@ class IndependentCells(Route):
         if release.groups:
             return "the independent-cells route does not use published subtotals"
         return None
+
+    def estimate(self, release, prior, what="posterior"):
+        ll = self._cell_windows(release)[1]
+        return Cost(float(8 * 4 * ll.size), f"{ll.size} window values of the cells")
 
     def run(self, release, prior, *, count=True, progress=None, memory):
         lo, logp, ok, approx = self._logp(release, prior)

@@ -15,7 +15,7 @@ import numpy as np
 
 from kernels import table_enum
 
-from ..mechanisms._base import Route
+from ..mechanisms._base import Cost, Route
 from . import _label
 from .windows import EntryWindows, flat
 
@@ -94,6 +94,11 @@ class Enumerate3D(Route):
         if release.groups:
             return "the 3-D enumerator does not use published subtotals"
         return None
+
+    def estimate(self, release, prior, what="posterior"):
+        ew = self._windows(release)
+        n = sum(int(np.prod(np.shape(v), dtype=np.int64)) for v in ew.lw.values())
+        return Cost(float(8 * 4 * n), f"histograms of {n} window values")
 
     def _run(self, release, prior):
         ew = self._windows(release).with_prior(prior, release.coords).trimmed()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..mechanisms._base import Route
+from ..mechanisms._base import Cost, Route
 from . import _label
 from . import table_dp as dp
 from .windows import EntryWindows, exact, flat
@@ -38,6 +38,12 @@ class Grouped2D(Route):
         if release._hidden_totals():
             return "the grouped route needs every total and subtotal published"
         return None
+
+    def estimate(self, release, prior, what="posterior"):
+        _, pieces = self._pieces(release, prior)
+        need = [dp.memory(win, what) for _, _, win, _ in pieces if win is not None]
+        return Cost(float(max((b for b, _ in need), default=0.0)),
+                    "; ".join(d for _, d in need) or "no candidate")
 
     def _pieces(self, release, prior):
         (g, parts), = release.groups.items()

@@ -184,6 +184,11 @@ class CyclicPerturbation(Mechanism):
         default ``"diagonal"``) instead of ``cycles``, built for the table's ``shape``;
         ``alpha`` and ``beta`` default to seed 003's 1/4."""
         spec = dict(spec)
+        valid = [*cls.parameters(), "design"]
+        bad = [k for k in spec if k not in valid]
+        if bad:
+            raise ValueError(f"unknown parameter {bad[0]!r} for mechanism {cls.name!r}; valid: "
+                             f"{', '.join(valid)}")
         design = spec.pop("design", None if "cycles" in spec else "diagonal")
         if design is not None:
             if "cycles" in spec:

@@ -8,6 +8,8 @@ labels and the attrs every posterior carries (method, prior, mechanism, route, a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from ..posterior import Posterior
@@ -25,8 +27,9 @@ def label(release, prior, *, route: str, start, probs, log_evidence: float,
     start, probs
         Per interior cell: first value of its window (table shape) and probabilities
         (table shape + window), each cell's row summing to 1.
-    totals : dict, optional
-        ``{dims kept: (start, probs)}`` for totals that are not published exactly.
+    totals : dict or callable, optional
+        ``{dims kept: (start, probs)}`` for totals that are not published exactly, or a
+        callable returning ``{dims kept: thunk}`` to compute them when first asked for.
     method : str, optional
         ``attrs["method"]``; default ``"<mechanism name>/<route>"``.
     note : str
@@ -44,9 +47,36 @@ def label(release, prior, *, route: str, start, probs, log_evidence: float,
     post = Posterior(start=start, probs=probs, dims=release.dims, coords=release.coords,
                      published=release.published, n_candidates=n_candidates,
                      log_evidence=log_evidence, attrs=attrs)
-    for keep, (lo, p) in (totals or {}).items():
-        post.totals[tuple(keep)] = total(release, keep, lo, p)
+    if callable(totals):
+        post.totals = LazyTotals(release, totals)
+    else:
+        for keep, (lo, p) in (totals or {}).items():
+            post.totals[tuple(keep)] = total(release, keep, lo, p)
     return post
+
+
+class LazyTotals(Mapping):
+    """Posteriors of totals computed when first asked for (``make() -> {keep: thunk}``,
+    each thunk returning ``(start, probs)``): a wide table's totals can cost more than its
+    cells."""
+
+    def __init__(self, release, make):
+        self._release = release
+        self._thunks = {tuple(k): v for k, v in make().items()}
+        self._done = {}
+
+    def __getitem__(self, keep):
+        keep = tuple(keep)
+        if keep not in self._done:
+            lo, p = self._thunks[keep]()
+            self._done[keep] = total(self._release, keep, lo, p)
+        return self._done[keep]
+
+    def __iter__(self):
+        return iter(self._thunks)
+
+    def __len__(self):
+        return len(self._thunks)
 
 
 def total(release, keep, start, probs) -> Posterior:

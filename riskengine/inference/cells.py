@@ -12,6 +12,8 @@ independent cells (the same approximation).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..mechanisms._base import Cost, Route
@@ -21,28 +23,62 @@ from . import _label
 __all__ = ["IndependentCells"]
 
 
+@dataclass(frozen=True)
+class CellWindows:
+    """Per-cell likelihood windows, stored once per distinct row: cell ``c`` uses row
+    ``row[c]`` (window start ``lo[row]``, log-likelihoods ``loglik[row]``)."""
+
+    lo: np.ndarray          #: (U,) first value of each distinct window
+    loglik: np.ndarray      #: (U, W) log-likelihood, -inf = impossible
+    row: np.ndarray         #: (table shape) the row of each cell
+    approximation: str = ""
+
+
 class IndependentCells(Route):
-    """Per-cell posteriors from per-cell likelihood windows (see the module docstring)."""
+    """Per-cell posteriors from per-cell likelihood windows (see the module docstring).
+
+    ``cell_windows(release) -> CellWindows``.  A prior that is the same for every cell is
+    evaluated once per distinct window (a 1000 x 1000 table has a few hundred)."""
 
     name = "cells"
 
     def __init__(self, cell_windows):
         self._cell_windows = cell_windows
+        self._last = None
+
+    def _windows(self, release) -> CellWindows:
+        last = self._last
+        if last is not None and last[0] is release:
+            return last[1]
+        cw = self._cell_windows(release)
+        self._last = (release, cw)
+        return cw
 
     def _logp(self, release, prior):
-        lo, ll, approx = self._cell_windows(release)
-        vals = lo[..., None] + np.arange(ll.shape[-1])
+        """``(lo, logp, rows)``: log posterior weights per distinct row (cell-invariant prior)
+        or per cell (``rows`` None), every cell with at least one possible value."""
+        cw = self._windows(release)
+        W = cw.loglik.shape[-1]
+        if prior.cell_invariant:
+            lo, ll, rows = cw.lo, cw.loglik, cw.row
+            vals = lo[:, None] + np.arange(W)
+            lw = prior.log_weights(vals)
+        else:
+            lo, ll, rows = cw.lo[cw.row], cw.loglik[cw.row], None
+            vals = lo[..., None] + np.arange(W)
+            lw = prior.log_weights(vals, release.dims, release.coords)
         with np.errstate(invalid="ignore"):
-            logp = ll + prior.log_weights(vals, release.dims, release.coords)
+            logp = ll + lw
         logp = np.where(np.isnan(logp), -np.inf, logp)
-        ok = np.isfinite(logp)
-        if not ok.any(axis=-1).all():
-            i = tuple(int(x) for x in np.argwhere(~ok.any(axis=-1))[0])
-            pub = "" if release.published is None else \
-                f" (published {release.published[i]})"
-            raise ValueError(f"no original value of cell {i}{pub} is consistent with the "
+        bad = ~np.isfinite(logp).any(axis=-1)
+        if bad.any():
+            first = np.argwhere(bad)[0]
+            cell = (tuple(int(x) for x in np.argwhere(rows == int(first[0]))[0])
+                    if rows is not None else tuple(int(x) for x in first))
+            pub = "" if release.published is None else f" (published {release.published[cell]})"
+            raise ValueError(f"no original value of cell {cell}{pub} is consistent with the "
                              f"release under this prior")
-        return lo, logp, ok, approx
+        return lo, logp, rows, cw.approximation
 
     def applies(self, release, prior):
         if release.groups:
@@ -50,24 +86,41 @@ class IndependentCells(Route):
         return None
 
     def estimate(self, release, prior, what="posterior"):
-        ll = self._cell_windows(release)[1]
-        return Cost(float(8 * 4 * ll.size), f"{ll.size} window values of the cells")
+        cw = self._windows(release)
+        n = cw.row.size * cw.loglik.shape[-1]
+        return Cost(float(8 * 4 * n), f"{n} window values of the cells")
 
     def run(self, release, prior, *, count=True, progress=None, memory):
-        lo, logp, ok, approx = self._logp(release, prior)
+        lo, logp, rows, approx = self._logp(release, prior)
         mx = logp.max(axis=-1, keepdims=True)
         p = np.exp(logp - mx)
         z = p.sum(axis=-1, keepdims=True)
         probs = p / z
-        n = _product(ok.sum(axis=-1)) if count else None
-        totals = {keep: _total(lo, probs, release.dims, keep)
-                  for keep in default_margins(release.dims) if keep not in release.margins}
+        logz = np.log(z[..., 0]) + mx[..., 0]
+        size = np.isfinite(logp).sum(axis=-1)
+        if rows is not None:                   # per distinct row: weigh by how many cells
+            mult = np.bincount(rows.ravel(), minlength=len(lo))
+            log_ev = float((logz * mult).sum())
+            n = _product(size, mult) if count else None
+            lo, probs = lo[rows], probs[rows]
+        else:
+            log_ev = float(logz.sum())
+            n = _product(size) if count else None
+
+        def totals():      # sums of independent cells: computed when first asked for
+            return {keep: (lambda keep=keep: _total(lo, probs, release.dims, keep))
+                    for keep in default_margins(release.dims) if keep not in release.margins}
+
         return _label.label(release, prior, route=self.name, start=lo, probs=probs,
-                            log_evidence=float((np.log(z[..., 0]) + mx[..., 0]).sum()),
-                            n_candidates=n, approximation=approx, totals=totals)
+                            log_evidence=log_ev, n_candidates=n, approximation=approx,
+                            totals=totals)
 
     def count(self, release, prior, *, progress=None, memory):
-        return _product(self._logp(release, prior)[2].sum(axis=-1))
+        lo, logp, rows, _ = self._logp(release, prior)
+        size = np.isfinite(logp).sum(axis=-1)
+        if rows is not None:
+            return _product(size, np.bincount(rows.ravel(), minlength=len(lo)))
+        return _product(size)
 
 
 def _convolve(parts) -> tuple:
@@ -100,10 +153,11 @@ def _total(lo, probs, dims, keep) -> tuple:
     return start, pm
 
 
-def _product(sizes) -> int:
-    """Exact product of per-cell support sizes (Python integers)."""
-    vals, mult = np.unique(np.ravel(sizes), return_counts=True)
+def _product(sizes, mult=None) -> int:
+    """Exact product of support sizes (Python integers), each ``mult`` times (default 1)."""
+    sizes = np.ravel(sizes)
+    mult = np.ones(sizes.size, np.int64) if mult is None else np.ravel(mult)
     n = 1
-    for v, m in zip(vals.tolist(), mult.tolist()):
-        n *= pow(int(v), int(m))
+    for v in np.unique(sizes[mult > 0]).tolist():
+        n *= pow(int(v), int(mult[sizes == v].sum()))
     return n

@@ -28,7 +28,7 @@ import numpy as np
 from scipy import stats
 
 from .. import _validate as V
-from ..inference.cells import IndependentCells
+from ..inference.cells import CellWindows, IndependentCells
 from ..release import Release
 from ..table import count_table
 from ._base import Mechanism, register
@@ -117,8 +117,9 @@ class _Resampling(Mechanism):
         return out
 
     def cell_windows(self, release):
-        """Per cell: the window of originals that can publish its value and their
-        log-likelihood (the route :class:`~riskengine.inference.cells.IndependentCells`)."""
+        """Per distinct (published value, n): the window of originals that can publish it and
+        their log-likelihood, and which row each cell uses (the route
+        :class:`~riskengine.inference.cells.IndependentCells`)."""
         P = np.asarray(release.published, dtype=np.int64)
         n = np.broadcast_to(self._n_for_cells(release), P.shape)
         keys = np.stack([P.ravel(), n.ravel()], axis=1)
@@ -131,8 +132,7 @@ class _Resampling(Mechanism):
         # the likelihood depends on (k, n) only: computed once per distinct pair
         ull = self.log_likelihood_cells(uniq[:, :1], uvals, uniq[:, 1:])
         ull = np.where(uvals <= uniq[:, 1:], ull, -np.inf)
-        return (ulo[inv].reshape(P.shape), ull[inv].reshape(P.shape + (W,)),
-                _INDEPENDENT_NOTE)
+        return CellWindows(ulo, ull, inv.reshape(P.shape), _INDEPENDENT_NOTE)
 
     def _margins_needed(self, dims) -> tuple:
         """The published totals this mechanism's likelihood uses (and nothing else)."""

@@ -19,7 +19,7 @@ import numpy as np
 from kernels import table_dp
 
 from ..mechanisms._base import Cost, Route
-from . import _label
+from . import _label, halves
 from .windows import EntryWindows
 
 __all__ = ["TableDP", "Windows", "count", "from_entries", "solve", "states"]
@@ -323,40 +323,75 @@ class TableDP(Route):
         return None
 
     def prepared(self, release, prior):
-        """``(entry windows with the prior, DP windows or None when no candidate, the log
-        factor the tilt took out)``, kept for the next call on the same release and prior."""
+        """The plans of both orientations: ``[(entry windows with the prior in that
+        orientation, DP windows or None when no candidate, the tilt's log factor, states
+        (largest stage, total)), ...]``, kept for the next call on the same release and
+        prior."""
         last = self._last
         if last is not None and last[0] is release and last[1] is prior:
             return last[2]
         ew = self._windows(release).with_prior(prior, release.coords)
-        trim = ew.trimmed()
-        tilt = None if trim is None else trim.tilted()
-        out = (ew, None if tilt is None else from_entries(tilt), 0.0 if tilt is None
-               else tilt.shift)
-        self._last = (release, prior, out)
-        return out
+        plans = []
+        for e in (ew, ew.transposed()):
+            trim = e.trimmed()
+            tilt = None if trim is None else trim.tilted()
+            win = None if tilt is None else from_entries(tilt)
+            plans.append((e, win, 0.0 if tilt is None else tilt.shift,
+                          (0.0, 0.0) if win is None else states(win)))
+        self._last = (release, prior, plans)
+        return plans
+
+    def plan(self, release, prior, what: str):
+        """The orientation that needs the least memory for ``what``: rows of the DP are the
+        dim with the fewest stored states (fewest rows, narrowest ranges)."""
+        plans = self.prepared(release, prior)
+        key = 0 if what == "count" else 1
+        return min(plans, key=lambda p: (p[3][key], p[3][1 - key]))
 
     def estimate(self, release, prior, what="posterior"):
-        _, win, _ = self.prepared(release, prior)
+        ew, win, _, _ = self.plan(release, prior, what)
         if win is None:
             return Cost(0.0, "no candidate")
+        if what == "count":
+            grid = _halves(win, size_only=True)
+            if grid is not None:
+                return Cost(60.0 * min(grid, 2.0 ** 20),
+                            f"{grid:.3g} column-sum vectors of two row halves")
         need, detail = memory(win, what)
-        return Cost(need, detail)
+        return Cost(need, f"{detail}, rows = {ew.dims[0]!r}")
 
     def run(self, release, prior, *, count=True, progress=None, memory):
-        ew, win, shift = self.prepared(release, prior)
+        ew, win, shift, _ = self.plan(release, prior, "posterior")
         res = None if win is None else solve_anchored(ew, win, shift, count, memory)
         if res is None:
             raise ValueError(f"no original table is consistent with this "
                              f"{release.mechanism.name} release under this prior")
-        d0, d1 = release.dims
+        d0, d1 = ew.dims                       # the DP's rows, columns
+        start, probs = res["cell_lo"], res["cell"]
+        if ew.dims != release.dims:
+            start, probs = start.T, np.swapaxes(probs, 0, 1)
         totals = {(d0,): (res["row_lo"], res["row"]), (d1,): (res["col_lo"], res["col"]),
                   (): (np.array(res["grand_lo"]), res["grand"])}
-        return _label.label(release, prior, route=self.name, start=res["cell_lo"],
-                            probs=res["cell"], log_evidence=res["log_z"],
-                            n_candidates=res["n"], totals=totals,
+        return _label.label(release, prior, route=self.name, start=start, probs=probs,
+                            log_evidence=res["log_z"], n_candidates=res["n"], totals=totals,
                             approximation=ew.approximation)
 
     def count(self, release, prior, *, progress=None, memory):
-        _, win, _ = self.prepared(release, prior)
-        return 0 if win is None else count(win, max_states=memory / 8)
+        _, win, _, _ = self.plan(release, prior, "count")
+        if win is None:
+            return 0
+        n = _halves(win)
+        return count(win, max_states=memory / 8) if n is None else n
+
+
+def _halves(win: Windows, size_only: bool = False):
+    """The count by meeting in the middle over row halves (3 or 4 rows, every total
+    fixed), or None where it does not apply; ``size_only``: the grid it would walk."""
+    try:
+        w = win.trimmed()
+    except _Empty:
+        return None
+    if w.row_lw.shape[1] != 1 or w.col_lw.shape[1] != 1 or w.grand_lw.shape[0] != 1:
+        return None
+    f = halves.grid_size if size_only else halves.count
+    return f(w.cell_lo, w.cell_lw, w.row_lo, w.col_lo)

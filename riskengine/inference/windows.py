@@ -213,6 +213,16 @@ class EntryWindows:
                 x += np.bincount(cell_of, weights=res.x, minlength=ncell)
         return x.reshape(n)
 
+    def transposed(self) -> EntryWindows:
+        """The same windows of a 2-D table with its dims in the other order."""
+        if len(self.dims) != 2:
+            raise ValueError(f"transposed() is for 2-D tables; dims are {self.dims}")
+        lo, lw = dict(self.lo), dict(self.lw)
+        lo[self.dims[::-1]] = lo.pop(self.dims).T
+        lw[self.dims[::-1]] = np.swapaxes(lw.pop(self.dims), 0, 1)
+        return EntryWindows(self.dims[::-1], self.shape[::-1], lo, lw, self.approximation,
+                            self.shift)
+
     def trimmed(self) -> EntryWindows | None:
         """Impossible values at both ends of every window dropped; ``None`` when some entry
         has no possible value (no candidate at all)."""

@@ -15,7 +15,7 @@ from tests.reference.tables import count_tables_with_windows
 
 def _dp_windows(rel):
     """The table DP's windows of a release (its mechanism's first route is the DP)."""
-    return rel.mechanism.routes[0].prepared(rel, rk.priors.Uniform())[1]
+    return rel.mechanism.routes[0].prepared(rel, rk.priors.Uniform())[0][1]
 
 
 def test_margins_only_two_rows_count_beyond_128_bits():

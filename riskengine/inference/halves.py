@@ -1,0 +1,157 @@
+"""Exact counts of 2-D tables with fixed totals by meeting in the middle over row halves.
+
+The rows split into two halves, A (the first two) and B (the rest, at most two).  For a
+vector ``c`` of column sums of half A, the number of half-A tables is a count of bounded
+compositions (the first row ``x`` with ``max(l_0, c - u_1) <= x <= min(u_0, c - l_1)``
+and ``sum x = R_0``; the second row is ``c - x``), given in closed form by
+inclusion-exclusion over the columns; the same for half B with column sums ``C - c``.
+The count is the sum over ``c`` of the product.  Only the support of each cell matters
+(a count of tables with positive weight), so priors enter through their bounds.
+
+Exact integers: every binomial is checked to fit int64 before it is formed, and the sum of
+products is accumulated in 21-bit limbs (products of limbs below 2^42, summed in chunks of
+2^20) and carried into a Python integer.  Applies to 3 or 4 rows with every total fixed
+and contiguous cell windows, when the grid of column-sum vectors is small enough
+(:data:`MAX_GRID`); :func:`count` returns None otherwise.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+__all__ = ["MAX_GRID", "count"]
+
+#: most column-sum vectors of half A walked (memory: about 60 bytes each, in chunks)
+MAX_GRID = 2e8
+_CHUNK = 1 << 20
+
+
+def _support(lo, lw):
+    """First and last value with finite log-weight per cell; None if some window has a hole
+    (the closed form needs intervals)."""
+    fin = np.isfinite(lw)
+    first = np.argmax(fin, axis=-1)
+    last = lw.shape[-1] - 1 - np.argmax(fin[..., ::-1], axis=-1)
+    span = np.arange(lw.shape[-1])
+    inside = (span >= first[..., None]) & (span <= last[..., None])
+    if np.any(inside & ~fin) or not fin.any(axis=-1).all():
+        return None
+    return lo + first, lo + last
+
+
+def _compositions(total, lo, hi, k):
+    """Number of integer vectors y with lo <= y <= hi (per column, arrays (..., m)) and
+    sum y = total (...,): inclusion-exclusion over the columns whose upper bound is
+    exceeded; int64, exact when every binomial fits (checked by the caller)."""
+    width = hi - lo                          # y' = y - lo in [0, width]
+    rest = total - lo.sum(axis=-1)
+    ok = np.all(width >= 0, axis=-1) & (rest >= 0)
+    m = lo.shape[-1]
+    out = np.zeros(rest.shape, np.int64)
+    for size in range(m + 1):
+        for S in itertools.combinations(range(m), size):
+            r = rest - (width[..., list(S)] + 1).sum(axis=-1) if S else rest
+            term = _binom(r + m - 1, m - 1)
+            out += term if size % 2 == 0 else -term
+    return np.where(ok, out, 0)
+
+
+def _binom(n, k):
+    """C(n, k) elementwise for int64 n (0 where n < k), k small; exact when k C(n, k) fits
+    int64 (checked by the caller): C(n, i + 1) = C(n, i) (n - i) / (i + 1) exactly."""
+    n = np.asarray(n, dtype=np.int64)
+    ok = n >= k
+    m = np.where(ok, n, k)
+    acc = np.ones(n.shape, np.int64)
+    for i in range(k):
+        acc = acc * (m - i) // (i + 1)
+    return np.where(ok, acc, 0)
+
+
+def _exact_dot(a, b) -> int:
+    """sum(a * b) exactly for nonnegative int64 arrays below 2^63 (21-bit limbs)."""
+    total = 0
+    mask = (1 << 21) - 1
+    for s in range(0, a.size, _CHUNK):
+        x, y = a[s:s + _CHUNK], b[s:s + _CHUNK]
+        xs = [(x >> (21 * i)) & mask for i in range(3)]
+        ys = [(y >> (21 * i)) & mask for i in range(3)]
+        for i in range(3):
+            for j in range(3):
+                total += int((xs[i] * ys[j]).sum()) << (21 * (i + j))
+    return total
+
+
+def _plan(cell_lo, cell_lw, R, C):
+    """``(lo, hi, R, C, top, clo, chi, grid)`` or None where the method does not apply."""
+    r, m = np.shape(cell_lo)
+    if r not in (3, 4) or m < 2:
+        return None
+    sup = _support(np.asarray(cell_lo, np.int64), np.asarray(cell_lw, float))
+    if sup is None:
+        return None
+    lo, hi = sup
+    R = np.asarray(R, np.int64)
+    C = np.asarray(C, np.int64)
+    top = 2 if r == 4 else 1
+    # column sums of half A: each within what its cells allow and what half B leaves
+    clo = np.maximum(lo[:top].sum(0), C - hi[top:].sum(0))
+    chi = np.minimum(hi[:top].sum(0), C - lo[top:].sum(0))
+    grid = float(np.prod(np.maximum(chi - clo + 1, 0)[:-1].astype(float)))
+    big = math.comb(int(R.max()) + m - 1, m - 1)
+    if grid > MAX_GRID or (m - 1) * big >= 2 ** 62 or 2 ** m * big >= 2 ** 62:
+        return None
+    return lo, hi, R, C, top, clo, chi, grid
+
+
+def grid_size(cell_lo, cell_lw, R, C) -> float | None:
+    """Number of column-sum vectors :func:`count` walks, or None where it does not apply
+    (computed without counting)."""
+    plan = _plan(cell_lo, cell_lw, R, C)
+    return None if plan is None else plan[-1]
+
+
+def count(cell_lo, cell_lw, R, C) -> int | None:
+    """Exact number of r x m tables (r = 3 or 4) with row totals ``R``, column totals ``C``
+    and cell ``(i, j)`` in the support of ``cell_lw[i, j]`` (starting at ``cell_lo``); None
+    when the method does not apply or the grid is too large."""
+    plan = _plan(cell_lo, cell_lw, R, C)
+    if plan is None:
+        return None
+    lo, hi, R, C, top, clo, chi, _ = plan
+    r, m = lo.shape
+    if R.sum() != C.sum() or np.any(chi < clo):
+        return 0
+    a_rows, b_rows = list(range(top)), list(range(top, r))
+    ta = int(R[a_rows].sum())
+    axes = [np.arange(a, b + 1) for a, b in zip(clo[:-1], chi[:-1])]
+    total = 0
+    # walk the first free column in slices (memory), the others as a grid
+    rest_axes = axes[1:]
+    rest = (np.array(np.meshgrid(*rest_axes, indexing="ij")).reshape(len(rest_axes), -1).T
+            if rest_axes else np.zeros((1, 0), np.int64))
+    for c0 in axes[0]:
+        part = np.column_stack([np.full(len(rest), c0), rest]) if len(rest_axes) else \
+            np.full((1, 1), c0)
+        last = ta - part.sum(axis=1)
+        keep = (last >= clo[-1]) & (last <= chi[-1])
+        if not keep.any():
+            continue
+        c = np.column_stack([part[keep], last[keep]])
+        na = _half(c, lo[a_rows], hi[a_rows], R[a_rows], m)
+        nb = _half(C - c, lo[b_rows], hi[b_rows], R[b_rows], m)
+        total += _exact_dot(na, nb)
+    return total
+
+
+def _half(c, lo, hi, R, m):
+    """Number of tables of one half (1 or 2 rows) with column sums ``c`` (rows of c)."""
+    if lo.shape[0] == 1:
+        return np.all((c >= lo[0]) & (c <= hi[0]), axis=1).astype(np.int64) * \
+            (c.sum(axis=1) == R[0])
+    xlo = np.maximum(lo[0], c - hi[1])
+    xhi = np.minimum(hi[0], c - lo[1])
+    return _compositions(np.full(len(c), R[0]), xlo, xhi, m)

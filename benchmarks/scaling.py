@@ -41,7 +41,7 @@ def make_release(kind, base, mean, n, seed=0):
 
 def windows(rel):
     """The DP's windows of the release (its first route is the table DP)."""
-    return rel.mechanism.routes[0].prepared(rel, rk.priors.Uniform())[0][1]
+    return _tabledp.release_windows(rel)
 
 
 def _fmt_n(x):

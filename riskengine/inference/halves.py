@@ -22,7 +22,12 @@ import math
 
 import numpy as np
 
-__all__ = ["MAX_GRID", "count"]
+from kernels import halves as _k
+
+from ..mechanisms._base import Cost, Route
+from . import _label
+
+__all__ = ["MAX_GRID", "Halves", "count", "grid_size", "marginals"]
 
 #: most column-sum vectors of half A walked (memory: about 60 bytes each, in chunks)
 MAX_GRID = 2e8
@@ -155,3 +160,113 @@ def _half(c, lo, hi, R, m):
     xlo = np.maximum(lo[0], c - hi[1])
     xhi = np.minimum(hi[0], c - lo[1])
     return _compositions(np.full(len(c), R[0]), xlo, xhi, m)
+
+
+def marginals(cell_lo, cell_lw, R, C):
+    """``(start, probs)`` of every cell under the uniform distribution over the tables
+    :func:`count` counts (per-cell counts by the Numba kernel, normalised), or None where
+    the method does not apply."""
+    plan = _plan(cell_lo, cell_lw, R, C)
+    if plan is None:
+        return None
+    lo, hi, R, C, top, clo, chi, _ = plan
+    if R.sum() != C.sum() or np.any(chi < clo):
+        return None
+    W = int((hi - lo).max()) + 1
+    hist, total = _k.cell_counts(lo, hi, R, C, top, clo, chi, W, 64)
+    if not total > 0:
+        return None
+    return lo, hist / total
+
+
+def _flat(lw) -> bool:
+    """Every cell's finite log-weights equal (the prior is uniform over its support)."""
+    fin = np.isfinite(lw)
+    ref = np.where(fin, lw, np.nan)
+    lo = np.nanmin(ref, axis=-1)
+    hi = np.nanmax(ref, axis=-1)
+    return bool(np.all(hi - lo <= 1e-12 * np.maximum(1.0, np.abs(hi))))
+
+
+class Halves(Route):
+    """Exact posterior of 2-D tables of 3 or 4 rows (in either orientation) with every total
+    fixed and a prior uniform over tables (flat windows: ``Uniform``, ``Flat``, bounds), by
+    meeting in the middle over row halves (:func:`count`, :func:`marginals`).
+
+    ``windows(release) -> EntryWindows`` describes the mechanism (without the prior)."""
+
+    name = "halves"
+
+    def __init__(self, windows):
+        self._windows = windows
+        self._last = None
+
+    def _plan(self, release, prior):
+        last = self._last
+        if last is not None and last[0] is release and last[1] is prior:
+            return last[2]
+        out = None
+        ew = self._windows(release).with_prior(prior, release.coords).trimmed()
+        if ew is not None and all(np.shape(ew.lw[k])[-1] == 1 for k in ew.lw if k != ew.dims) \
+                and _flat(ew.interior[1]):
+            best = None
+            for e in (ew, ew.transposed()):
+                lo, lw = e.interior
+                d0, d1 = e.dims
+                g = grid_size(lo, lw, e.lo[(d0,)], e.lo[(d1,)])
+                if g is not None and (best is None or g < best[0]):
+                    best = (g, e)
+            out = best
+        self._last = (release, prior, out)
+        return out
+
+    def applies(self, release, prior):
+        if release.kind != "count" or len(release.dims) != 2 or release.groups:
+            return "the half-split route covers 2-D count tables without subtotals"
+        d0, d1 = release.dims
+        if any(k not in release.margins for k in ((d0,), (d1,), ())) or \
+                release._hidden_totals():
+            return "the half-split route needs every total published exactly"
+        if not release.mechanism.additive:
+            return "the half-split route needs totals published exactly"
+        if self._plan(release, prior) is None:
+            return ("the half-split route covers tables of 3 or 4 rows (either way round) "
+                    "with totals fixed and a prior uniform over tables")
+        return None
+
+    def estimate(self, release, prior, what="posterior"):
+        g, e = self._plan(release, prior)
+        r, m = e.shape
+        return Cost(float(8 * 64 * r * m * (np.shape(e.interior[1])[-1] + 1) + 60 * 2 ** 20),
+                    f"{g:.3g} column-sum vectors of two row halves")
+
+    def run(self, release, prior, *, count=True, progress=None, memory):
+        _, e = self._plan(release, prior)
+        lo, lw = e.interior
+        d0, d1 = e.dims
+        R, C = e.lo[(d0,)], e.lo[(d1,)]
+        res = marginals(lo, lw, R, C)
+        if res is None:
+            raise ValueError(f"no original table is consistent with this "
+                             f"{release.mechanism.name} release under this prior")
+        n = globals()["count"](lo, lw, R, C)
+        start, probs = res
+        if e.dims != release.dims:
+            start, probs = start.T, np.swapaxes(probs, 0, 1)
+        # every table has the same weight: the product of the cells' (flat) log-weights
+        fin = np.isfinite(lw)
+        per_cell = np.where(fin, lw, -np.inf).max(axis=-1)
+        log_z = float(np.log(float(n)) + per_cell.sum() + e.shift) if n < 2 ** 1000 else \
+            float(math.log(n) + per_cell.sum() + e.shift)
+        totals = {k: (np.asarray(release.margins[k]),
+                      np.ones(np.shape(release.margins[k]) + (1,)))
+                  for k in ((release.dims[0],), (release.dims[1],), ())}
+        return _label.label(release, prior, route=self.name, start=start, probs=probs,
+                            log_evidence=log_z, n_candidates=n if count else None,
+                            totals=totals)
+
+    def count(self, release, prior, *, progress=None, memory):
+        _, e = self._plan(release, prior)
+        lo, lw = e.interior
+        d0, d1 = e.dims
+        return globals()["count"](lo, lw, e.lo[(d0,)], e.lo[(d1,)])

@@ -19,10 +19,11 @@ import numpy as np
 from kernels import table_dp
 
 from ..mechanisms._base import Cost, Route
+from ..priors import Uniform
 from . import _label, halves
 from .windows import EntryWindows
 
-__all__ = ["TableDP", "Windows", "count", "from_entries", "solve", "states"]
+__all__ = ["TableDP", "Windows", "count", "from_entries", "release_windows", "solve", "states"]
 
 
 @dataclass
@@ -382,6 +383,15 @@ class TableDP(Route):
             return 0
         n = _halves(win)
         return count(win, max_states=memory / 8) if n is None else n
+
+
+def release_windows(release, prior=None) -> Windows | None:
+    """The table DP's windows of ``release`` under ``prior`` (default ``Uniform()``), in the
+    release's own orientation, tilted (None when no table has positive weight)."""
+    route = next((r for r in release.mechanism.routes if isinstance(r, TableDP)), None)
+    if route is None:
+        raise ValueError(f"{release.mechanism.name} releases have no table-DP route")
+    return route.prepared(release, prior or Uniform())[0][1]
 
 
 def _halves(win: Windows, size_only: bool = False):

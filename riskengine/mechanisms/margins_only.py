@@ -18,6 +18,7 @@ from ..inference import windows as win
 from ..inference.bounds import exact_bounds, frechet_bounds
 from ..inference.enumerate_3d import Enumerate3D
 from ..inference.grouped import Grouped2D
+from ..inference.halves import Halves
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import count_table
@@ -46,7 +47,8 @@ class MarginsOnly(Mechanism):
     name = "margins_only"
     additive = True
     aliases = ("margins",)
-    routes = (TableDP(entry_windows), Grouped2D(), Enumerate3D(entry_windows))
+    routes = (Halves(entry_windows), TableDP(entry_windows), Grouped2D(),
+              Enumerate3D(entry_windows))
 
     def _params(self) -> dict:
         return {}

@@ -10,12 +10,12 @@ import pytest
 import riskengine as rk
 from riskengine.inference import halves
 from riskengine.inference import table_dp as dp
-from tests.reference.tables import count_tables_with_windows
+from tests.reference.tables import count_tables_with_windows, tables_with_windows
 
 
 def _windows(rel, prior=None):
-    plans = rel.mechanism.routes[0].prepared(rel, prior or rk.priors.Uniform())
-    return plans[0][1]
+    """The table DP's windows of a release, in its own orientation."""
+    return dp.release_windows(rel, prior)
 
 
 def test_de_loera_sturmfels_count():
@@ -67,15 +67,15 @@ def test_dp_picks_the_cheaper_orientation(shape):
                                               "b": list("xyzuvw"[: shape[1]])})
     for mech in (rk.MarginsOnly(), rk.ControlledRounding(3, method="optimal")):
         rel = mech.protect(t)
-        route = rel.mechanism.routes[0]
+        route = next(r for r in rel.mechanism.routes if r.name == "dp")
         plans = route.prepared(rel, rk.priors.Poisson(4.0))
         chosen = route.plan(rel, rk.priors.Poisson(4.0), "posterior")
         assert chosen[3][1] == min(p[3][1] for p in plans)
-        post = rk.posterior(rel, rk.priors.Poisson(4.0))
+        post = rk.posterior(rel, rk.priors.Poisson(4.0), route="dp")
         flip = rk.Release(None if rel.published is None else rel.published.T,
                           margins=dict(rel.margins), mechanism=mech, dims=("b", "a"),
                           coords={"b": t.coords["b"], "a": t.coords["a"]})
-        other = rk.posterior(flip, rk.priors.Poisson(4.0))
+        other = rk.posterior(flip, rk.priors.Poisson(4.0), route="dp")
         np.testing.assert_allclose(post.pmf.values,
                                    other.pmf.transpose("a", "b", "value").values, atol=1e-12)
         assert post.n_candidates == other.n_candidates
@@ -84,3 +84,35 @@ def test_dp_picks_the_cheaper_orientation(shape):
             np.testing.assert_allclose(post.totals[keep].mean().values,
                                        other.totals[keep].mean().values, rtol=1e-12)
         assert dp.states(chosen[1])[1] <= max(dp.states(p[1])[1] for p in plans)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_half_split_posterior_against_brute_force(seed):
+    """Uniform (and flat-with-bounds) posteriors of 3- and 4-row tables by the half-split
+    route equal the brute force over every table (tests/reference/numerics.py enumerates
+    tables in their windows; the totals are filtered there)."""
+    from tests.reference import numerics as ref
+    rng = np.random.default_rng(1000 + seed)
+    shape = [(3, 2), (3, 3), (4, 2), (2, 4), (4, 3)][seed % 5]
+    T = rng.poisson(2.0, size=shape)
+    t = rk.Table(T, dims=("v", "w"))
+    prior = rk.priors.Uniform() if seed % 3 else rk.priors.Flat(low=0, high=int(T.max()) + 1)
+    rel = rk.MarginsOnly().protect(t)
+    post = rk.posterior(rel, prior)
+    assert post.attrs["route"] == "halves"
+    hi = np.minimum.outer(T.sum(1), T.sum(0))
+    if isinstance(prior, rk.priors.Flat):
+        hi = np.minimum(hi, prior.high)
+    R, C = T.sum(1), T.sum(0)
+    cand = np.array(list(tables_with_windows(np.zeros(shape, int), hi, [(x, x) for x in R],
+                                             [(x, x) for x in C], (T.sum(), T.sum()))))
+    cells, logz, n = ref.cell_posteriors(cand, np.zeros(len(cand)))
+    assert post.n_candidates == n and rk.count_candidates(rel, prior) == n
+    assert post.log_evidence == pytest.approx(logz, rel=1e-12, abs=1e-12)
+    for idx, pmf in cells.items():
+        j = np.array(list(pmf)) - post.start[idx]
+        got = post.probs[idx][j]
+        np.testing.assert_allclose(got, list(pmf.values()), atol=1e-12)
+    dp_post = rk.posterior(rel, prior, route="dp")
+    np.testing.assert_allclose(post.pmf.values, dp_post.pmf.transpose(*post.pmf.dims).values,
+                               atol=1e-12)

@@ -136,14 +136,16 @@ def test_auto_route_respects_the_memory_budget(rng):
     with pytest.raises(ValueError, match=r"route 'dp' cannot answer .*memory budget"):
         rk.posterior(rel, route="dp", memory="1kB")
     route, reason = select_route(rel, rk.priors.Uniform(), memory="1GB")
-    assert route.name == "dp" and "first route" in reason
+    assert route.name == "halves" and "first route" in reason      # 4 rows, uniform prior
+    route, reason = select_route(rel, rk.priors.Poisson(2.0), memory="1GB")
+    assert route.name == "dp" and "halves: the half-split route covers" in reason
 
 
 def test_a_forced_route_that_does_not_apply_names_the_reason(rng):
     rel = rk.MarginsOnly().protect(_t2(rng))
     with pytest.raises(ValueError, match="route 'enumerate' cannot answer this release: the "
                                          "3-D enumerator covers 3-D tables.*routes that apply: "
-                                         "dp"):
+                                         "halves, dp"):
         rk.posterior(rel, route="enumerate")
 
 

@@ -375,12 +375,17 @@ def _stored(rsizes, plos, phis, csizes, derived):
     return pre * line * csizes
 
 
-def n_states(row_lo_hi, lo, cw, clo, kw, derived):
-    """(largest stage, sum over stages) of the number of stored states."""
+def stage_states(row_lo_hi, lo, cw, clo, kw, derived):
+    """Number of stored states of every stage (the inputs of each step, and the end)."""
     hi = lo + np.where(cw > 0, np.arange(cw.shape[2]), -1).max(axis=2)
     _, _, rsizes, plos, phis, csizes = boxes(row_lo_hi, lo, hi, clo, clo + kw.shape[1] - 1,
                                              derived)
-    per = _stored(rsizes, plos, phis, csizes, derived)
+    return _stored(rsizes, plos, phis, csizes, derived)
+
+
+def n_states(row_lo_hi, lo, cw, clo, kw, derived):
+    """(largest stage, sum over stages) of the number of stored states."""
+    per = stage_states(row_lo_hi, lo, cw, clo, kw, derived)
     return float(per.max()), float(per.sum())
 
 
@@ -395,6 +400,46 @@ def run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_sta
     with threads_for(work):
         return _run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived,
                     col_start_sums, limbs, posterior, max_states)
+
+
+def checkpoint_plan(per, max_states):
+    """Which forward stages to keep: all when they fit ``max_states``, else the checkpoints
+    that minimise the peak (stored checkpoints plus the largest segment the backward pass
+    recomputes from one), found by a small dynamic program over the stages for a range of
+    segment caps.  Returns (keep mask, stored states at the peak)."""
+    per = np.asarray(per, dtype=float)[:-1]
+    T = len(per)
+    full = float(per.sum())
+    if full <= max_states or T <= 2:
+        return np.ones(T, bool), full
+    cs = np.concatenate([[0.0], np.cumsum(per)])
+    inner = lambda a, b: cs[b] - cs[a + 1] if b > a + 1 else 0.0   # noqa: E731 (stages a+1..b-1)
+    caps = np.unique(np.concatenate([per, [0.0]]))
+    caps = np.unique(np.concatenate([caps, np.geomspace(max(per.max(), 1.0), max(full, 1.0),
+                                                        40)]))
+    best = (full, np.ones(T, bool))
+    for S in caps:
+        f = np.full(T, np.inf)
+        prev = np.full(T, -1)
+        f[0] = per[0]
+        for t in range(1, T):
+            for u in range(t - 1, -1, -1):
+                if inner(u, t) > S:
+                    break
+                if f[u] + per[t] < f[t]:
+                    f[t], prev[t] = f[u] + per[t], u
+        ends = [t for t in range(T) if inner(t, T) <= S and np.isfinite(f[t])]
+        if not ends:
+            continue
+        t = min(ends, key=lambda x: f[x])
+        peak = f[t] + S
+        if peak < best[0]:
+            keep = np.zeros(T, bool)
+            while t >= 0:
+                keep[t] = True
+                t = prev[t]
+            best = (peak, keep)
+    return best[1], float(best[0])
 
 
 def _run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums,
@@ -414,7 +459,9 @@ def _run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_st
     col_start_sums : int64 (c,)  remaining grand total at each column start (derived mode)
     limbs : int          0: no count; L > 0: count modulo 2^(64 L) in the forward pass
     posterior : bool     float weights, evidence and marginals (else count only)
-    max_states : float   refuse (MemoryError) when the stored states exceed this
+    max_states : float   stored states allowed: every forward stage is kept when they fit,
+                         else checkpoints (:func:`checkpoint_plan`); refuse (MemoryError)
+                         when even that does not fit
 
     Returns
     -------
@@ -427,7 +474,7 @@ def _run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_st
     chi = clo + kw.shape[1] - 1
     steps, roffs, rsizes, plos, phis, csizes = boxes(row_lo_hi, lo, hi, clo, chi, derived)
     per = _stored(rsizes, plos, phis, csizes, derived)
-    need = per.sum() if posterior else 2 * per.max()
+    keep, need = checkpoint_plan(per, max_states) if posterior else (None, 2 * per.max())
     if need > max_states:
         raise MemoryError(f"the exact table DP needs {need:.3g} stored states "
                           f"(largest stage {per.max():.3g}); the limit is {max_states:.3g}")
@@ -441,6 +488,26 @@ def _run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_st
     sizes = [(int(per[t]) // int(csizes[t]), int(csizes[t])) for t in range(len(steps) + 1)]
     f1 = np.zeros((1, 1))
     u1 = np.zeros((1, 1, 1), np.uint64)
+
+    def step(t, a, ca, inv):
+        """Stage t -> t + 1: (out, cout, pmax)."""
+        kd, i, j = steps[t]
+        out = np.zeros(sizes[t + 1]) if posterior else f1
+        cout = np.zeros(sizes[t + 1] + (L,), np.uint64) if L and ca is not None else u1
+        pmax = np.zeros(_layout(rsizes[t + 1], derived, plos[t + 1], phis[t + 1])[1]
+                        if kd == "cell" else _layout(rsizes[t], derived, plos[t], phis[t])[1])
+        Lt = L if ca is not None else 0
+        ss = int(col_start_sums[j])
+        if kd == "cell":
+            _cell_fwd(a, ca if Lt else u1, out, cout, i, roffs[t], rsizes[t], roffs[t + 1],
+                      rsizes[t + 1], plos[t], plos[t + 1], lo[i, j], cw[i, j], cind[i, j],
+                      derived, ss, plos[t], phis[t], plos[t + 1], phis[t + 1], posterior, Lt,
+                      inv, pmax)
+        else:
+            _col_fwd(a, ca if Lt else u1, out, cout, roffs[t], rsizes[t], plos[t], ss, plos[t],
+                     phis[t], clo[j], kw[j], kind[j], derived, posterior, Lt, inv, pmax)
+        return out, cout, pmax
+
     a = f1
     if posterior:
         a = np.zeros(sizes[0])
@@ -453,26 +520,18 @@ def _run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_st
     m = a.max() if posterior else 1.0
     inv = 1.0 / m if m > 0.0 else 1.0
     logscale = np.log(m) if m > 0.0 else 0.0
-    fwd = []
-    for t, (kd, i, j) in enumerate(steps):
-        fwd.append(a)
-        out = np.zeros(sizes[t + 1]) if posterior else f1
-        cout = np.zeros(sizes[t + 1] + (L,), np.uint64) if L else u1
-        pmax = np.zeros(_layout(rsizes[t + 1], derived, plos[t + 1], phis[t + 1])[1]
-                        if kd == "cell" else _layout(rsizes[t], derived, plos[t], phis[t])[1])
-        ss = int(col_start_sums[j])
-        if kd == "cell":
-            _cell_fwd(a, ca, out, cout, i, roffs[t], rsizes[t], roffs[t + 1], rsizes[t + 1],
-                      plos[t], plos[t + 1], lo[i, j], cw[i, j], cind[i, j], derived, ss,
-                      plos[t], phis[t], plos[t + 1], phis[t + 1], posterior, L, inv, pmax)
-        else:
-            _col_fwd(a, ca, out, cout, roffs[t], rsizes[t], plos[t], ss, plos[t], phis[t],
-                     clo[j], kw[j], kind[j], derived, posterior, L, inv, pmax)
+    fwd = {}
+    invs = []
+    for t in range(len(steps)):
+        if posterior and keep[t]:
+            fwd[t] = a
+        invs.append(inv)
+        out, cout, pmax = step(t, a, ca if L else None, inv)
         if posterior:
             m = pmax.max() if pmax.size else 0.0
             inv = 1.0 / m if m > 0.0 else 1.0
             logscale += np.log(m) if m > 0.0 else 0.0
-        a, ca = out, cout
+        a, ca = out, (cout if L else u1)
     at_zero = bool((roffs[-1] == 0).all())
     if L and at_zero:
         res["count"] = sum(int(x) << (64 * k) for k, x in enumerate(ca[0, 0]))
@@ -486,17 +545,28 @@ def _run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_st
     b[0, 0] = 1.0
     cell_m = np.zeros(cw.shape)
     col_m = np.zeros(kw.shape)
+    seg = {}
     for t in range(len(steps) - 1, -1, -1):
+        if t not in fwd and t not in seg:
+            # recompute the segment from its checkpoint with the same scale factors
+            t0 = max(k for k in fwd if k <= t)
+            seg = {t0: fwd[t0]}
+            x = fwd[t0]
+            for u in range(t0, t):
+                x = step(u, x, None, invs[u])[0]
+                seg[u + 1] = x
+        ft = fwd[t] if t in fwd else seg[t]
         kd, i, j = steps[t]
-        bout = np.zeros_like(fwd[t])
+        bout = np.zeros_like(ft)
         ss = int(col_start_sums[j])
         if kd == "cell":
-            _cell_bwd(fwd[t], bout, cell_m[i, j], b, i, roffs[t], rsizes[t], roffs[t + 1],
+            _cell_bwd(ft, bout, cell_m[i, j], b, i, roffs[t], rsizes[t], roffs[t + 1],
                       rsizes[t + 1], plos[t], plos[t + 1], lo[i, j], cw[i, j], derived, ss,
                       plos[t], phis[t], plos[t + 1], phis[t + 1])
         else:
-            _col_bwd(fwd[t], bout, col_m[j], b, roffs[t], rsizes[t], plos[t], ss, plos[t],
+            _col_bwd(ft, bout, col_m[j], b, roffs[t], rsizes[t], plos[t], ss, plos[t],
                      phis[t], clo[j], kw[j], derived)
+        seg.pop(t, None)
         _rescale(bout)
         b = bout
     start = fwd[0][:, 0] * b[:, 0]

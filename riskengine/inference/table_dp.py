@@ -267,32 +267,49 @@ def from_entries(ew: EntryWindows) -> Windows:
 
 
 def memory(win: Windows, what: str) -> tuple:
-    """``(bytes, detail)`` the DP needs for ``what`` (``"posterior"``: every stored stage,
-    plus the count's limbs; ``"count"``: two stages of limbs)."""
-    big, tot = states(win)
-    if tot == 0:
+    """``(bytes, detail)`` the DP needs at least for ``what`` (``"posterior"``: the forward
+    stages kept as checkpoints and one segment recomputed at a time, the backward pass and
+    the count's limbs; ``"count"``: two stages of limbs).  With more memory the posterior
+    keeps every stage (no recomputation)."""
+    try:
+        w = win.trimmed()
+    except _Empty:
         return 0.0, "no candidate"
-    limbs = _limbs(win, _prepare(win)[2])
+    w, _ = _largest_row_last(w)
+    _, derived, args, _, _ = _args(w)
+    per = table_dp.stage_states(args[2], args[3], args[4], args[6], args[7], derived)
+    big, tot = float(per.max()), float(per.sum())
+    limbs = _limbs(w, derived)
+    count_bytes = 2 * big * 8 * limbs
     if what == "count":
-        return 2 * big * 8 * limbs, f"{big:.3g} states in the largest DP stage x {limbs} limbs"
-    return (tot + 2 * big) * 8 + 2 * big * 8 * limbs, f"{tot:.3g} stored DP states"
+        return count_bytes, f"{big:.3g} states in the largest DP stage x {limbs} limbs"
+    _, kept = table_dp.checkpoint_plan(per, 0.0)
+    kept = min(kept, tot)
+    post_bytes = (kept + 2 * big) * 8
+    # counting in the same pass adds the limbs; apart, the count runs after the posterior
+    need = max(post_bytes, count_bytes) if what == "posterior+count" else post_bytes
+    return need, f"{tot:.3g} DP states, {kept:.3g} stored with checkpoints"
 
 
-def solve_anchored(ew: EntryWindows, win: Windows, shift: float, count: bool,
-                   memory: float) -> dict | None:
+def solve_anchored(ew: EntryWindows, win: Windows, shift: float, with_count: bool,
+                   budget: float) -> dict | None:
     """:func:`solve` on tilted windows (``win``, the tilt's log factor ``shift`` added to
     the evidence); when the floats cannot hold the weights around that anchor, once more
     anchored at the constrained mode of the weights (:meth:`EntryWindows.mode`, an LP),
-    which puts the most probable tables at weight about 1."""
+    which puts the most probable tables at weight about 1.  The count is taken in the same
+    forward pass when the ``budget`` (bytes) holds both, else after the posterior."""
+    fused = with_count and budget >= memory(win, "posterior")[0] + memory(win, "count")[0]
     try:
-        res = solve(win, with_count=count, max_states=memory / 8)
+        res = solve(win, with_count=fused, max_states=budget / 8)
     except FloatingPointError:
         trim = ew.trimmed()
         tilt = trim.tilted(anchor=trim.mode())
-        res, shift = solve(from_entries(tilt), with_count=count,
-                           max_states=memory / 8), tilt.shift
+        win = from_entries(tilt)
+        res, shift = solve(win, with_count=fused, max_states=budget / 8), tilt.shift
     if res is not None:
         res["log_z"] += shift
+        if with_count and not fused:   # apart: the posterior's stages are freed by now
+            res["n"] = count(win, max_states=budget / 8)
     return res
 
 

@@ -87,8 +87,8 @@ class Route:
         return None
 
     def estimate(self, release, prior, what: str = "posterior") -> Cost:
-        """Memory the route needs for ``what`` (``"posterior"`` or ``"count"``), computed
-        without allocating it."""
+        """Memory the route needs for ``what`` (``"posterior"``, ``"posterior+count"`` or
+        ``"count"``), computed without allocating it."""
         return Cost()
 
     def run(self, release, prior, *, count: bool = True, progress=None, memory: int):
@@ -207,7 +207,8 @@ def select_route(release, prior, route: str = "auto", memory=None, what: str = "
     ``route="auto"``: the first of the mechanism's routes that applies and whose estimate
     fits the budget (``memory``, see :mod:`riskengine._budget`); ``reason`` says why the
     routes before it were passed over.  A named route is checked the same way and
-    refused with the reason.  ``what``: ``"posterior"`` or ``"count"``.
+    refused with the reason.  ``what``: ``"posterior"``, ``"posterior+count"`` or
+    ``"count"``.
     """
     mech = release.mechanism
     routes = tuple(mech.routes)
@@ -217,6 +218,7 @@ def select_route(release, prior, route: str = "auto", memory=None, what: str = "
         raise ValueError(f"{mech.describe()} releases have no inference route"
                          f"{' that counts candidates' if what == 'count' and mech.routes else ''}"
                          f": {mech.no_route}")
+    kind = "count" if what == "count" else "posterior"
     names = [r.name for r in routes]
     if not isinstance(route, str):
         raise TypeError(f"route must be a str, got {type(route).__name__}")
@@ -249,7 +251,7 @@ def select_route(release, prior, route: str = "auto", memory=None, what: str = "
     for name, why in skipped:                 # routes passed over for one reason: once
         reasons.setdefault(why, []).append(name)
     text = "; ".join(f"{', '.join(names)}: {why}" for why, names in reasons.items())
-    raise ValueError(f"no {what} route fits this {mech.name} release: {text}"
+    raise ValueError(f"no {kind} route fits this {mech.name} release: {text}"
                      + ("; raise memory= if the machine has more"
                         if any("memory budget" in w for w in reasons) else ""))
 
@@ -258,7 +260,8 @@ def run_posterior(release, prior, route: str = "auto", progress=None, count: boo
                   memory=None):
     """Resolve the route and run it: the labelled posterior, with ``attrs["route"]`` and
     ``attrs["route_reason"]``."""
-    r, reason = select_route(release, prior, route, memory, "posterior")
+    r, reason = select_route(release, prior, route, memory,
+                             "posterior+count" if count else "posterior")
     post = r.run(release, prior, count=count, progress=progress, memory=_budget.budget(memory))
     post.attrs["route"] = r.name
     post.attrs["route_reason"] = reason

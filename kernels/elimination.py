@@ -213,6 +213,27 @@ class CliqueTree:
             r = self.parent[r]
         return float(self.up[r][1])
 
+    def sample(self, n: int, rng) -> dict:
+        """``n`` joint draws of every variable from the calibrated distribution (log
+        semiring; the upward pass must have run): variables in reverse elimination order,
+        each from its clique's potential given the separator's draws.  Returns
+        ``{variable: int64 (n,) state index}``."""
+        if self.sr.kind != "log":
+            raise ValueError("sampling needs the log semiring")
+        out = {}
+        for v in reversed(self.order):
+            vars_, t = self._psi(v)
+            sep = [u for u in vars_ if u != v]
+            t = np.moveaxis(t, vars_.index(v), -1)          # (*sep in vars_ order, v)
+            idx = tuple(out[u] for u in vars_ if u != v)
+            lt = t[idx] if sep else np.broadcast_to(t, (n, t.shape[-1]))
+            lt = lt - lt.max(axis=-1, keepdims=True)
+            p = np.exp(lt)
+            cdf = np.cumsum(p, axis=-1)
+            u = rng.random(n) * cdf[:, -1]
+            out[v] = np.minimum((cdf < u[:, None]).sum(axis=-1), t.shape[-1] - 1)
+        return out
+
     def marginal(self, scope: tuple):
         """Normalised log marginal over ``scope`` (sorted tuple)."""
         s = set(scope)

@@ -413,7 +413,10 @@ def checkpoint_plan(per, max_states):
     if full <= max_states or T <= 2:
         return np.ones(T, bool), full
     cs = np.concatenate([[0.0], np.cumsum(per)])
-    inner = lambda a, b: cs[b] - cs[a + 1] if b > a + 1 else 0.0   # noqa: E731 (stages a+1..b-1)
+
+    def inner(a, b):                     # stored states of the stages a+1..b-1
+        return cs[b] - cs[a + 1] if b > a + 1 else 0.0
+
     caps = np.unique(np.concatenate([per, [0.0]]))
     caps = np.unique(np.concatenate([caps, np.geomspace(max(per.max(), 1.0), max(full, 1.0),
                                                         40)]))

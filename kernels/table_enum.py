@@ -92,24 +92,33 @@ def _support(lo, lw):
 
 
 @njit
-def enumerate_3d_windows(I, J, K, cell_lo, cell_lw, m_lo, m_lw):
-    """Returns (count, total, ref, cell_hist (C, W), m_hist (M, Wm)): the total weight is
-    ``total * exp(ref)``, the histograms in the same units."""
+def enumerate_3d_windows(I, J, K, cell_lo, cell_lw, m_lo, m_lw, ref_fixed, targets):
+    """Returns (count, total, ref, cell_hist (C, W), m_hist (M, Wm), tables (n, C)): the
+    total weight is ``total * exp(ref)``, the histograms in the same units.
+
+    Sampling: with ``ref_fixed`` (the ``ref`` of an earlier walk) and ``targets`` (sorted
+    values in [0, total) of that walk), the walk keeps that reference and records, for each
+    target, the table whose leaf carries the cumulative weight past it: exact draws from
+    the weights (the walk visits the leaves in the same order with the same weights).
+    A plain walk passes ``ref_fixed = -inf`` and no targets."""
     C = I * J * K
     M = I * J + I * K + J * K + I + J + K + 1
     W = cell_lw.shape[1]
     Wm = m_lw.shape[1]
     hist = np.zeros((C, W))
     mhist = np.zeros((M, Wm))
-    ref = -np.inf
+    ref = ref_fixed
+    sampling = targets.shape[0] > 0
+    tables = np.zeros((targets.shape[0], C), np.int64)
+    nxt = 0
     clo, chi = _support(cell_lo, cell_lw)
     mlo, mhi = _support(m_lo, m_lw)
     for c in range(C):
         if chi[c] < clo[c]:
-            return 0, 0.0, ref, hist, mhist
+            return 0, 0.0, ref, hist, mhist, tables
     for t in range(M):
         if mhi[t] < mlo[t]:
-            return 0, 0.0, ref, hist, mhist
+            return 0, 0.0, ref, hist, mhist, tables
     ids, last = _line_ids(I, J, K)
     # static suffix sums of the cell windows along every line: what the unvisited cells
     # of a line can at least / at most add after cell d
@@ -202,7 +211,7 @@ def enumerate_3d_windows(I, J, K, cell_lo, cell_lw, m_lo, m_lw):
         for t in range(7):
             part[ids[d, t]] += v
         if d == C - 1:            # a leaf: a table meeting every constraint
-            if w > ref + _HEADROOM:   # a new reference: every accumulator in its units
+            if not sampling and w > ref + _HEADROOM:   # a new reference: rescale everything
                 f = np.exp(ref - w) if ref > -np.inf else 0.0
                 total *= f
                 hist *= f
@@ -214,9 +223,13 @@ def enumerate_3d_windows(I, J, K, cell_lo, cell_lw, m_lo, m_lw):
             lw_leaf = np.exp(w - ref)
             total += lw_leaf
             sub[d] = lw_leaf
+            while sampling and nxt < targets.shape[0] and targets[nxt] < total:
+                for e in range(C):
+                    tables[nxt, e] = val[e]
+                nxt += 1
         else:
             sub[d] = 0.0
             wpre[d + 1] = w
             d += 1
             val[d] = -1
-    return count, total, ref, hist, mhist
+    return count, total, ref, hist, mhist, tables

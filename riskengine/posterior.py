@@ -40,7 +40,7 @@ class Posterior:
     """
 
     def __init__(self, *, start, probs, dims, coords, published=None, n_candidates=None,
-                 log_evidence=np.nan, attrs=None):
+                 log_evidence=np.nan, attrs=None, sampler=None):
         self.start = np.asarray(start, dtype=np.int64)
         self.probs = np.asarray(probs, dtype=float)
         if self.probs.shape[:-1] != self.start.shape:
@@ -53,6 +53,10 @@ class Posterior:
         self.attrs = dict(attrs or {})
         #: posteriors of totals that are not published exactly: {dims kept: Posterior}
         self.totals: dict = {}
+        #: ``sampler(n, rng) -> int64 (n, *shape)``: whole-table draws (set by the route)
+        self._sampler = sampler
+        #: Monte Carlo diagnostics (R-hat, ESS, MCSE); None for exact routes
+        self.diagnostics = None
 
     # --- helpers --------------------------------------------------------------------
     @property
@@ -149,6 +153,48 @@ class Posterior:
         (rk.Table, DataArray), by position when a plain array."""
         return V.count_array(aligned(truth, self.dims, self.coords, "true table"),
                              "true table")
+
+    # --- whole tables -------------------------------------------------------------------
+    def sample(self, n: int, rng: np.random.Generator) -> xr.DataArray:
+        """``n`` whole original tables drawn from the posterior, dims ``(draw, *dims)``.
+
+        Exact routes give independent draws from the exact posterior (backward sampling
+        through the route's own computation); the draws' totals are the totals of the
+        original table.  Same ``rng`` state, same draws.
+
+        Examples
+        --------
+        >>> import numpy as np, riskengine as rk
+        >>> rel = rk.MarginsOnly().protect(rk.Table(np.array([[1, 2], [3, 4]]), dims=("v", "w")))
+        >>> d = rk.posterior(rel).sample(5, np.random.default_rng(0))
+        >>> d.dims, bool((d.sum("w") == [3, 7]).all())
+        (('draw', 'v', 'w'), True)
+        """
+        n = V.integer(n, "n", 1)
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError("rng must be a numpy.random.Generator (np.random.default_rng(seed)), "
+                            f"got {type(rng).__name__}")
+        if self._sampler is None:
+            raise ValueError(f"whole-table draws are not available from route "
+                             f"{self.attrs.get('route')!r}")
+        draws = np.asarray(self._sampler(n, rng), dtype=np.int64)
+        if draws.shape != (n,) + self.shape:
+            raise RuntimeError(f"internal error: the sampler returned shape {draws.shape}, "
+                               f"expected {(n,) + self.shape}")
+        return xr.DataArray(draws, dims=("draw", *self.dims),
+                            coords={"draw": np.arange(n), **self.coords}, name="table",
+                            attrs={**self._common_attrs(), "route": self.attrs.get("route", ""),
+                                   "exact": "approximation" not in self.attrs})
+
+    def to_arviz(self, n: int, rng: np.random.Generator, statistics=()):
+        """arviz's data structure with a ``posterior`` group: ``n`` table draws (one chain
+        for exact routes) and the statistics named in ``statistics`` (those of
+        :mod:`riskengine.statistics`, e.g. ``["chi2", "cramers_v"]``, or callables of a
+        table), so ``arviz.summary`` / ``arviz.hdi`` / arviz's plots work on them."""
+        from . import _arviz
+        from . import statistics as S
+        draws = self.sample(n, rng)
+        return _arviz.inference_data(self.attrs, draws, S.of_draws(draws, statistics))
 
     # --- summaries -------------------------------------------------------------------------
     def summary(self, truth=None, level: float = 0.95) -> xr.Dataset:

@@ -19,7 +19,7 @@ __all__ = ["label", "total"]
 
 def label(release, prior, *, route: str, start, probs, log_evidence: float,
           n_candidates=None, totals=None, method: str | None = None, note: str = "",
-          approximation: str = "") -> Posterior:
+          approximation: str = "", sampler=None) -> Posterior:
     """The posterior of ``release`` from plain arrays.
 
     Parameters
@@ -36,6 +36,9 @@ def label(release, prior, *, route: str, start, probs, log_evidence: float,
         Why ``n_candidates`` is None (``attrs["n_candidates_note"]``).
     approximation : str
         What is approximated (``attrs["approximation"]``); empty for exact posteriors.
+    sampler : callable, optional
+        ``sampler(n, rng) -> int64 (n, *table shape)``: whole-table draws in the release's
+        dim order (:meth:`riskengine.Posterior.sample`).
     """
     mech = release.mechanism
     attrs = {"method": method or f"{mech.name}/{route}", "prior": prior.describe(),
@@ -46,7 +49,7 @@ def label(release, prior, *, route: str, start, probs, log_evidence: float,
         attrs["approximation"] = approximation
     post = Posterior(start=start, probs=probs, dims=release.dims, coords=release.coords,
                      published=release.published, n_candidates=n_candidates,
-                     log_evidence=log_evidence, attrs=attrs)
+                     log_evidence=log_evidence, attrs=attrs, sampler=sampler)
     if callable(totals):
         post.totals = LazyTotals(release, totals)
     else:

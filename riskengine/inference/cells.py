@@ -111,9 +111,15 @@ class IndependentCells(Route):
             return {keep: (lambda keep=keep: _total(lo, probs, release.dims, keep))
                     for keep in default_margins(release.dims) if keep not in release.margins}
 
+        def sampler(k, rng, lo=lo, probs=probs):    # the cells are independent here
+            cdf = np.cumsum(probs, axis=-1)
+            u = rng.random((k,) + lo.shape)
+            j = (u[..., None] > cdf[None] * (1 - 1e-15)).sum(axis=-1)
+            return lo[None] + np.minimum(j, probs.shape[-1] - 1)
+
         return _label.label(release, prior, route=self.name, start=lo, probs=probs,
                             log_evidence=log_ev, n_candidates=n, approximation=approx,
-                            totals=totals)
+                            totals=totals, sampler=sampler)
 
     def count(self, release, prior, *, progress=None, memory):
         lo, logp, rows, _ = self._logp(release, prior)

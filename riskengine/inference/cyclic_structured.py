@@ -153,6 +153,18 @@ def _total_pmf(tree, coef) -> np.ndarray:
     return out
 
 
+def sample_tables(pb: CyclicProblem, cycles, n: int, rng) -> np.ndarray:
+    """``n`` exact posterior draws of the original table: sign vectors by backward sampling
+    on the clique tree, then ``T = P - sum_k e_k C_k``."""
+    factors = _factors(pb)
+    order = elimination_order([s for s, _ in factors], list(range(pb.m)))
+    tree = CliqueTree(factors, {k: 3 for k in range(pb.m)}, "log", order=order)
+    tree.calibrate(downward=False)
+    draw = tree.sample(n, rng)
+    e = np.stack([draw[k] - 1 for k in range(pb.m)], axis=1)           # (n, m) in -1..1
+    return pb.P[None] - np.tensordot(e, cycles, axes=1)
+
+
 class CyclicStructured(Route):
     """Sum-product on a clique tree (cycle-interaction width up to :data:`MAX_WIDTH`)."""
 
@@ -175,8 +187,10 @@ class CyclicStructured(Route):
         if pb.empty:
             raise ValueError("no original table is consistent with this release under this "
                              "prior (every candidate has zero prior weight)")
-        return to_posterior(pb, structured(pb, count=count, progress=progress), release,
+        post = to_posterior(pb, structured(pb, count=count, progress=progress), release,
                             prior, self.name)
+        post._sampler = lambda n, rng: sample_tables(pb, release.mechanism.cycles, n, rng)
+        return post
 
     def count(self, release, prior, *, progress=None, memory):
         pb = build(release.mechanism, release, prior)

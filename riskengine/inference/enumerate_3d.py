@@ -52,8 +52,7 @@ def _shift_rows(lw):
     return np.ascontiguousarray(np.where(fin, lw - mx[..., None], -np.inf)), float(mx.sum())
 
 
-def enumerate_windows(ew: EntryWindows) -> dict:
-    """Run the kernel on entry windows (prior included): count, evidence and histograms."""
+def _kernel_arrays(ew: EntryWindows) -> tuple:
     I, J, K = ew.shape
     clo, clw = ew.interior
     mlos, mlws = _complete(ew)
@@ -65,9 +64,26 @@ def enumerate_windows(ew: EntryWindows) -> dict:
                           for w in mlws])
     cw, cshift = _shift_rows(clw.reshape(I * J * K, -1))
     mw, mshift = _shift_rows(mlw)
-    count, total, ref, hist, mhist = table_enum.enumerate_3d_windows(
-        I, J, K, np.ascontiguousarray(clo.ravel(), dtype=np.int64), cw, mlo, mw)
-    return {"count": int(count), "total": float(total), "shift": cshift + mshift + ref,
+    return (I, J, K, np.ascontiguousarray(clo.ravel(), dtype=np.int64), cw, mlo, mw), \
+        cshift + mshift, clo, mlo
+
+
+def sample_tables(ew: EntryWindows, n: int, rng) -> np.ndarray:
+    """``n`` exact draws of whole tables: one walk for the total, a second one that stops
+    at ``n`` sorted uniform points of the cumulative leaf weight."""
+    args, _, _, _ = _kernel_arrays(ew)
+    _, total, ref, _, _, _ = table_enum.enumerate_3d_windows(*args, -np.inf, np.zeros(0))
+    targets = np.sort(rng.random(n)) * total
+    out = table_enum.enumerate_3d_windows(*args, ref, targets)[5]
+    return out[rng.permutation(n)].reshape((n,) + tuple(ew.shape))
+
+
+def enumerate_windows(ew: EntryWindows) -> dict:
+    """Run the kernel on entry windows (prior included): count, evidence and histograms."""
+    args, shift, clo, mlo = _kernel_arrays(ew)
+    count, total, ref, hist, mhist, _ = table_enum.enumerate_3d_windows(*args, -np.inf,
+                                                                         np.zeros(0))
+    return {"count": int(count), "total": float(total), "shift": shift + ref,
             "hist": hist, "mhist": mhist, "clo": clo, "mlo": mlo}
 
 
@@ -107,6 +123,7 @@ class Enumerate3D(Route):
         tilt = ew.tilted()
         res = enumerate_windows(tilt)
         res["shift"] += tilt.shift
+        res["tilted"] = tilt
         return ew, res
 
     def run(self, release, prior, *, count=True, progress=None, memory):
@@ -128,7 +145,8 @@ class Enumerate3D(Route):
                             probs=(res["hist"] / total).reshape(shape + (-1,)),
                             log_evidence=float(np.log(total) + res["shift"]),
                             n_candidates=res["count"], totals=totals,
-                            approximation=ew.approximation)
+                            approximation=ew.approximation,
+                            sampler=lambda n, rng: sample_tables(res["tilted"], n, rng))
 
     def count(self, release, prior, *, progress=None, memory):
         ew, res = self._run(release, prior)

@@ -28,6 +28,12 @@ and, optionally in the same loops, the exact number of tables with positive
 weight: ``L`` 64-bit limbs added with carries, i.e. arithmetic modulo
 2^(64 L), exact once the caller picks L with count < 2^(64 L) (any upper bound,
 e.g. the product of the window sizes).  The backward pass gives every marginal.
+
+Draws (:func:`sample`): the same forward pass, then backward sampling -- from the final
+state, each step picks the state before it in proportion to the terms the backward pass
+sums (forward message times the cell's or the column total's weight), one kernel call
+per step for all draws, with uniforms from the caller's generator.  Stages not kept as
+checkpoints are recomputed segment by segment exactly as for the marginals.
 """
 
 from __future__ import annotations
@@ -310,6 +316,106 @@ def _col_bwd(a, bout, marg, b_next, roff, rsize, coff, start_sum, plo, phi, clo,
 
 
 @njit(parallel=True)
+def _cell_draw(a, sidx, scc, u, vals, i, roff_in, rsize_in, roff_out, rsize_out, coff_in,
+               coff_out, lo, wts, derived, start_sum, plo_in, phi_in, plo_out, phi_out):
+    """Backward sampling through cell (i, .): each draw d in the state (sidx[d], scc[d])
+    after the cell moves to the state before it, the cell's value v picked with
+    probability proportional to w[v] a[s + v e_i, p - v] (the terms :func:`_cell_bwd`
+    sums) by the uniform u[d]; vals[d] = v (lo - 1 when every term is 0)."""
+    nc_in = a.shape[1]
+    R1 = rsize_in.shape[0] - 1
+    st_in, _, nl_in = _layout(rsize_in, derived, plo_in, phi_in)
+    st_out, _, nl_out = _layout(rsize_out, derived, plo_out, phi_out)
+    W = wts.shape[0]
+    for d in prange(sidx.shape[0]):
+        idx = sidx[d]
+        cc = scc[d]
+        q = idx // nl_out
+        line = idx - q * nl_out
+        base = 0
+        si = 0
+        pre = 0
+        for k in range(R1):
+            sk = roff_out[k] + (q // st_out[k]) % rsize_out[k]
+            pre += sk
+            if k == i:
+                si = sk
+            else:
+                base += (sk - roff_in[k]) * st_in[k]
+        if derived:
+            p = plo_out + line
+            sl = start_sum - pre - p
+        else:
+            sl = roff_out[R1] + line
+            p = start_sum - pre - sl
+        if i == R1:
+            si = sl
+        vmin = roff_in[i] - si
+        vmax = roff_in[i] + rsize_in[i] - 1 - si
+        if derived:
+            vmin = max(vmin, p - phi_in)
+            vmax = min(vmax, p - plo_in)
+        w0 = max(vmin - lo, 0)
+        w1 = min(vmax - lo, W - 1)
+        c = coff_out + cc
+        if not derived:
+            w0 = max(w0, c - coff_in - nc_in + 1 - lo)
+            w1 = min(w1, c - coff_in - lo)
+        tot = 0.0
+        for w in range(w0, w1 + 1):
+            oi = _in_index(base, si, lo + w, sl, p, i, R1, roff_in, st_in, nl_in, plo_in,
+                           derived)
+            tot += wts[w] * a[oi, 0 if derived else c - lo - w - coff_in]
+        target = u[d] * tot
+        acc = 0.0
+        pick = -1
+        for w in range(w0, w1 + 1):
+            oi = _in_index(base, si, lo + w, sl, p, i, R1, roff_in, st_in, nl_in, plo_in,
+                           derived)
+            t = wts[w] * a[oi, 0 if derived else c - lo - w - coff_in]
+            if t > 0.0:
+                pick = w
+                acc += t
+                if acc > target:
+                    break
+        if pick < 0:
+            vals[d] = lo - 1
+            continue
+        v = lo + pick
+        vals[d] = v
+        sidx[d] = _in_index(base, si, v, sl, p, i, R1, roff_in, st_in, nl_in, plo_in, derived)
+        scc[d] = 0 if derived else c - v - coff_in
+
+
+@njit(parallel=True)
+def _col_draw(a, scc, sidx, u, coff, clo, kw):
+    """Backward sampling through a column's total (rows' remaining sums unchanged, not
+    derived): each draw picks the column's sum p = coff + scc with probability
+    proportional to a[s, p] k(p) (the terms :func:`_col_bwd` sums) by the uniform u[d]
+    (scc[d] = -1 when every term is 0)."""
+    nc = a.shape[1]
+    W = kw.shape[0]
+    for d in prange(sidx.shape[0]):
+        idx = sidx[d]
+        c0 = max(clo - coff, 0)
+        c1 = min(clo + W - 1 - coff, nc - 1)
+        tot = 0.0
+        for cc in range(c0, c1 + 1):
+            tot += a[idx, cc] * kw[coff + cc - clo]
+        target = u[d] * tot
+        acc = 0.0
+        pick = -1
+        for cc in range(c0, c1 + 1):
+            t = a[idx, cc] * kw[coff + cc - clo]
+            if t > 0.0:
+                pick = cc
+                acc += t
+                if acc > target:
+                    break
+        scc[d] = pick
+
+
+@njit(parallel=True)
 def _rescale(a):
     """Divide by the largest entry (if positive); return its log."""
     f = a.reshape(-1)
@@ -445,6 +551,120 @@ def checkpoint_plan(per, max_states):
     return best[1], float(best[0])
 
 
+class _Stages:
+    """One table DP: its steps, the boxes of every stage (:func:`boxes`), their stored
+    sizes and the forward step.  The posterior (:func:`_run`) and the draws
+    (:func:`_sample`) share the forward pass and the stage-by-stage walk back."""
+
+    def __init__(self, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums,
+                 limbs=0, posterior=True):
+        W = cw.shape[2]
+        hi = lo + np.where(cind, np.arange(W), -1).max(axis=2)
+        chi = clo + kw.shape[1] - 1
+        (self.steps, self.roffs, self.rsizes, self.plos, self.phis,
+         self.csizes) = boxes(row_lo_hi, lo, hi, clo, chi, derived)
+        self.per = _stored(self.rsizes, self.plos, self.phis, self.csizes, derived)
+        self.lo, self.cw, self.cind, self.clo, self.kw, self.kind = lo, cw, cind, clo, kw, kind
+        self.derived, self.col_start_sums = derived, col_start_sums
+        self.L, self.posterior = int(limbs), posterior
+        self.f1 = np.zeros((1, 1))
+        self.u1 = np.zeros((1, 1, 1), np.uint64)
+        self.sizes = None
+
+    def live(self) -> bool:
+        """False when some stage has no reachable state (no table at all)."""
+        rsizes, csizes, plos, phis = self.rsizes, self.csizes, self.plos, self.phis
+        if (rsizes == 0).any() or (csizes == 0).any() or (phis < plos).any():
+            return False
+        if self.derived and ((rsizes[0] != 1).any()
+                             or self.col_start_sums[0] != self.roffs[0].sum()):
+            return False               # derived: one start state, and it must be live
+        # per[t] counts stored states over both axes: prefix x line first, column sums second
+        self.sizes = [(int(self.per[t]) // int(self.csizes[t]), int(self.csizes[t]))
+                      for t in range(len(self.steps) + 1)]
+        return True
+
+    def step(self, t, a, ca, inv):
+        """Stage t -> t + 1: (out, cout, pmax); ``ca`` None: no count."""
+        kd, i, j = self.steps[t]
+        roffs, rsizes, plos, phis = self.roffs, self.rsizes, self.plos, self.phis
+        derived, L, posterior, u1 = self.derived, self.L, self.posterior, self.u1
+        out = np.zeros(self.sizes[t + 1]) if posterior else self.f1
+        cout = np.zeros(self.sizes[t + 1] + (L,), np.uint64) if L and ca is not None else u1
+        pmax = np.zeros(_layout(rsizes[t + 1], derived, plos[t + 1], phis[t + 1])[1]
+                        if kd == "cell" else _layout(rsizes[t], derived, plos[t], phis[t])[1])
+        Lt = L if ca is not None else 0
+        ss = int(self.col_start_sums[j])
+        if kd == "cell":
+            _cell_fwd(a, ca if Lt else u1, out, cout, i, roffs[t], rsizes[t], roffs[t + 1],
+                      rsizes[t + 1], plos[t], plos[t + 1], self.lo[i, j], self.cw[i, j],
+                      self.cind[i, j], derived, ss, plos[t], phis[t], plos[t + 1], phis[t + 1],
+                      posterior, Lt, inv, pmax)
+        else:
+            _col_fwd(a, ca if Lt else u1, out, cout, roffs[t], rsizes[t], plos[t], ss, plos[t],
+                     phis[t], self.clo[j], self.kw[j], self.kind[j], derived, posterior, Lt, inv,
+                     pmax)
+        return out, cout, pmax
+
+    def forward(self, init, init_ind, keep):
+        """The forward pass: ``(fwd, invs, a, ca, inv, logscale)`` -- the stages kept
+        (``keep``, posterior only), each step's scale factor, the last stage (float and
+        limbs), the scale factor still to apply to it and the log of those applied."""
+        posterior, L, u1 = self.posterior, self.L, self.u1
+        a = self.f1
+        if posterior:
+            a = np.zeros(self.sizes[0])
+            a[:, 0] = init(self.roffs[0], self.rsizes[0])
+        ca = u1
+        if L:
+            ca = np.zeros(self.sizes[0] + (L,), np.uint64)
+            ca[:, 0, 0] = init_ind(self.roffs[0], self.rsizes[0]) > 0
+        # deferred rescaling: each step multiplies by 1 / (largest entry of its input)
+        m = a.max() if posterior else 1.0
+        inv = 1.0 / m if m > 0.0 else 1.0
+        logscale = np.log(m) if m > 0.0 else 0.0
+        fwd = {}
+        invs = []
+        for t in range(len(self.steps)):
+            if posterior and keep[t]:
+                fwd[t] = a
+            invs.append(inv)
+            out, cout, pmax = self.step(t, a, ca if L else None, inv)
+            if posterior:
+                m = pmax.max() if pmax.size else 0.0
+                inv = 1.0 / m if m > 0.0 else 1.0
+                logscale += np.log(m) if m > 0.0 else 0.0
+            a, ca = out, (cout if L else u1)
+        return fwd, invs, a, ca, inv, logscale
+
+    def back(self, fwd, invs):
+        """The forward stages from the last step's input down to the first: yields
+        ``(t, a_t)``; a stage not kept is recomputed, with the rest of its segment, from
+        the checkpoint before it with the same scale factors (one segment held at a time)."""
+        seg = {}
+        for t in range(len(self.steps) - 1, -1, -1):
+            if t not in fwd and t not in seg:
+                t0 = max(k for k in fwd if k <= t)
+                seg = {t0: fwd[t0]}
+                x = fwd[t0]
+                for u in range(t0, t):
+                    x = self.step(u, x, None, invs[u])[0]
+                    seg[u + 1] = x
+                del x
+            yield t, (fwd[t] if t in fwd else seg[t])
+            seg.pop(t, None)
+
+
+def _plan_memory(dp, max_states, posterior=True):
+    """Stages to keep (:func:`checkpoint_plan`), or MemoryError beyond ``max_states``."""
+    per = dp.per
+    keep, need = checkpoint_plan(per, max_states) if posterior else (None, 2 * per.max())
+    if need > max_states:
+        raise MemoryError(f"the exact table DP needs {need:.3g} stored states "
+                          f"(largest stage {per.max():.3g}); the limit is {max_states:.3g}")
+    return keep
+
+
 def _run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums,
          limbs=0, posterior=True, max_states=2e8):
     """Forward (and backward) pass over the table.
@@ -472,69 +692,15 @@ def _run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_st
     posterior also normalised cell marginals (r, c, W), column-total marginals (c, Wc)
     and the start-state marginal with its box (roff0, rsize0).
     """
-    W = cw.shape[2]
-    hi = lo + np.where(cind, np.arange(W), -1).max(axis=2)
-    chi = clo + kw.shape[1] - 1
-    steps, roffs, rsizes, plos, phis, csizes = boxes(row_lo_hi, lo, hi, clo, chi, derived)
-    per = _stored(rsizes, plos, phis, csizes, derived)
-    keep, need = checkpoint_plan(per, max_states) if posterior else (None, 2 * per.max())
-    if need > max_states:
-        raise MemoryError(f"the exact table DP needs {need:.3g} stored states "
-                          f"(largest stage {per.max():.3g}); the limit is {max_states:.3g}")
+    dp = _Stages(row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums, limbs,
+                 posterior)
+    keep = _plan_memory(dp, max_states, posterior)
     res = {"z": 0.0, "log_z": -np.inf, "count": 0}
-    if (rsizes == 0).any() or (csizes == 0).any() or (phis < plos).any():
+    if not dp.live():
         return res
-    if derived and (rsizes[0] != 1).any() or (derived and col_start_sums[0] != roffs[0].sum()):
-        return res                     # derived: one start state, and it must be live
-    L = int(limbs)
-    # per[t] counts stored states over both axes: prefix x line first, column sums second
-    sizes = [(int(per[t]) // int(csizes[t]), int(csizes[t])) for t in range(len(steps) + 1)]
-    f1 = np.zeros((1, 1))
-    u1 = np.zeros((1, 1, 1), np.uint64)
-
-    def step(t, a, ca, inv):
-        """Stage t -> t + 1: (out, cout, pmax)."""
-        kd, i, j = steps[t]
-        out = np.zeros(sizes[t + 1]) if posterior else f1
-        cout = np.zeros(sizes[t + 1] + (L,), np.uint64) if L and ca is not None else u1
-        pmax = np.zeros(_layout(rsizes[t + 1], derived, plos[t + 1], phis[t + 1])[1]
-                        if kd == "cell" else _layout(rsizes[t], derived, plos[t], phis[t])[1])
-        Lt = L if ca is not None else 0
-        ss = int(col_start_sums[j])
-        if kd == "cell":
-            _cell_fwd(a, ca if Lt else u1, out, cout, i, roffs[t], rsizes[t], roffs[t + 1],
-                      rsizes[t + 1], plos[t], plos[t + 1], lo[i, j], cw[i, j], cind[i, j],
-                      derived, ss, plos[t], phis[t], plos[t + 1], phis[t + 1], posterior, Lt,
-                      inv, pmax)
-        else:
-            _col_fwd(a, ca if Lt else u1, out, cout, roffs[t], rsizes[t], plos[t], ss, plos[t],
-                     phis[t], clo[j], kw[j], kind[j], derived, posterior, Lt, inv, pmax)
-        return out, cout, pmax
-
-    a = f1
-    if posterior:
-        a = np.zeros(sizes[0])
-        a[:, 0] = init(roffs[0], rsizes[0])
-    ca = u1
-    if L:
-        ca = np.zeros(sizes[0] + (L,), np.uint64)
-        ca[:, 0, 0] = init_ind(roffs[0], rsizes[0]) > 0
-    # deferred rescaling: each step multiplies by 1 / (largest entry of its input)
-    m = a.max() if posterior else 1.0
-    inv = 1.0 / m if m > 0.0 else 1.0
-    logscale = np.log(m) if m > 0.0 else 0.0
-    fwd = {}
-    invs = []
-    for t in range(len(steps)):
-        if posterior and keep[t]:
-            fwd[t] = a
-        invs.append(inv)
-        out, cout, pmax = step(t, a, ca if L else None, inv)
-        if posterior:
-            m = pmax.max() if pmax.size else 0.0
-            inv = 1.0 / m if m > 0.0 else 1.0
-            logscale += np.log(m) if m > 0.0 else 0.0
-        a, ca = out, (cout if L else u1)
+    L = dp.L
+    fwd, invs, a, ca, inv, logscale = dp.forward(init, init_ind, keep)
+    roffs, rsizes, plos, phis = dp.roffs, dp.rsizes, dp.plos, dp.phis
     at_zero = bool((roffs[-1] == 0).all())
     if L and at_zero:
         res["count"] = sum(int(x) << (64 * k) for k, x in enumerate(ca[0, 0]))
@@ -548,18 +714,8 @@ def _run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_st
     b[0, 0] = 1.0
     cell_m = np.zeros(cw.shape)
     col_m = np.zeros(kw.shape)
-    seg = {}
-    for t in range(len(steps) - 1, -1, -1):
-        if t not in fwd and t not in seg:
-            # recompute the segment from its checkpoint with the same scale factors
-            t0 = max(k for k in fwd if k <= t)
-            seg = {t0: fwd[t0]}
-            x = fwd[t0]
-            for u in range(t0, t):
-                x = step(u, x, None, invs[u])[0]
-                seg[u + 1] = x
-        ft = fwd[t] if t in fwd else seg[t]
-        kd, i, j = steps[t]
+    for t, ft in dp.back(fwd, invs):
+        kd, i, j = dp.steps[t]
         bout = np.zeros_like(ft)
         ss = int(col_start_sums[j])
         if kd == "cell":
@@ -569,11 +725,81 @@ def _run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_st
         else:
             _col_bwd(ft, bout, col_m[j], b, roffs[t], rsizes[t], plos[t], ss, plos[t],
                      phis[t], clo[j], kw[j], derived)
-        seg.pop(t, None)
+        del ft
         _rescale(bout)
         b = bout
     start = fwd[0][:, 0] * b[:, 0]
     res.update(cell=cell_m / cell_m.sum(axis=-1, keepdims=True),
                col=col_m / col_m.sum(axis=-1, keepdims=True),
                start=start / start.sum(), roff0=roffs[0], rsize0=rsizes[0])
+    return res
+
+
+def sample(init, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums, n, rng,
+           max_states=2e8):
+    """``n`` independent tables from the exact posterior: forward filtering, backward
+    sampling (small problems run on one thread).
+
+    The forward pass of :func:`_run` (same stages, same checkpoints within
+    ``max_states``), then every draw walks back from the final state: at each step it
+    picks the state before it with probability proportional to the terms
+    :func:`_cell_bwd` / :func:`_col_bwd` sum (forward message of the input state times
+    the cell's or the column total's weight), all draws at once in one kernel call per
+    step with uniforms from ``rng`` (numpy Generator): the draws depend only on its state.
+    The first cell step picks the start state (the vector of row totals) from the
+    initial weights.  Arguments as for :func:`_run` (``init``: start-state weights).
+
+    Returns
+    -------
+    dict: z, log_z and ``tables`` int64 (n, r, c) (None when no table has positive weight).
+    """
+    W = cw.shape[2]
+    hi = lo + np.where(cind, np.arange(W), -1).max(axis=2)
+    _, _, rsizes, plos, phis, csizes = boxes(row_lo_hi, lo, hi, clo, clo + kw.shape[1] - 1,
+                                             derived)
+    work = float(_stored(rsizes, plos, phis, csizes, derived).sum()) * max(W, 1)
+    with threads_for(max(work, float(n) * len(plos) * max(W, 1))):
+        return _sample(init, row_lo_hi, lo, cw, cind, clo, kw, kind, derived,
+                       col_start_sums, int(n), rng, max_states)
+
+
+def _sample(init, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums, n, rng,
+            max_states):
+    dp = _Stages(row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums)
+    keep = _plan_memory(dp, max_states)
+    res = {"z": 0.0, "log_z": -np.inf, "tables": None}
+    if not dp.live():
+        return res
+    fwd, invs, a, _, inv, logscale = dp.forward(init, None, keep)
+    if not (dp.roffs[-1] == 0).all():
+        return res
+    z = a[0, 0] * inv
+    res.update(z=z, log_z=(np.log(z) + logscale) if z > 0 else -np.inf)
+    if not z > 0.0:
+        return res
+    del a
+    r, c = lo.shape
+    roffs, rsizes, plos, phis = dp.roffs, dp.rsizes, dp.plos, dp.phis
+    tables = np.zeros((n, r, c), np.int64)
+    sidx = np.zeros(n, np.int64)           # every draw's state: stored index, column-sum slot
+    scc = np.zeros(n, np.int64)
+    vals = np.zeros(n, np.int64)
+    for t, ft in dp.back(fwd, invs):
+        kd, i, j = dp.steps[t]
+        ss = int(col_start_sums[j])
+        if kd == "cell":
+            _cell_draw(ft, sidx, scc, rng.random(n), vals, i, roffs[t], rsizes[t],
+                       roffs[t + 1], rsizes[t + 1], plos[t], plos[t + 1], lo[i, j], cw[i, j],
+                       derived, ss, plos[t], phis[t], plos[t + 1], phis[t + 1])
+            if (vals < lo[i, j]).any():
+                raise RuntimeError(f"internal error: a draw reached a state of weight 0 at "
+                                   f"cell ({i}, {j})")
+            tables[:, i, j] = vals
+        elif not derived:                   # derived: the column's sum is fixed, no choice
+            _col_draw(ft, scc, sidx, rng.random(n), plos[t], clo[j], kw[j])
+            if (scc < 0).any():
+                raise RuntimeError(f"internal error: a draw reached a state of weight 0 at "
+                                   f"column {j}'s total")
+        del ft
+    res["tables"] = tables
     return res

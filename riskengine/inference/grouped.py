@@ -3,10 +3,11 @@
 With the totals of every category of the grouped dim and the subtotals of every group
 published exactly, the table splits into independent 2-D tables, one per group (its
 member rows, with the group's subtotal row as column totals and the group's subtotal as
-grand total), each solved by the table DP; counts multiply and log evidences add.  The
-column totals and the grand total of the whole table are sums of the subtotals (the
-release checks that they agree).  For releases whose published interior cells are exact
-(NaN = unknown): suppression, margins only.
+grand total), each solved by the table DP; counts multiply, log evidences add and a
+whole-table draw is one draw of each group's DP.  The column totals and the grand total
+of the whole table are sums of the subtotals (the release checks that they agree).  For
+releases whose published interior cells are exact (NaN = unknown): suppression, margins
+only.
 """
 
 from __future__ import annotations
@@ -108,8 +109,10 @@ class Grouped2D(Route):
                 n_total *= res["n"]
         if ax == 1:
             start, probs = start.T, probs.transpose(1, 0, 2)
+        parts = [(members, res["windows"]) for members, res in results]
         return _label.label(release, prior, route=self.name, start=start, probs=probs,
-                            log_evidence=log_z, n_candidates=n_total)
+                            log_evidence=log_z, n_candidates=n_total,
+                            sampler=_sampler(parts, shape, ax, memory))
 
     def count(self, release, prior, *, progress=None, memory):
         _, pieces = self._pieces(release, prior)
@@ -117,3 +120,15 @@ class Grouped2D(Route):
         for _, _, win, _ in pieces:
             n *= 0 if win is None else dp.count(win, max_states=memory / 8)
         return n
+
+
+def _sampler(parts, shape, ax, budget):
+    """Whole-table draws: the groups are independent given the published totals, so one
+    draw of each group's DP (:func:`table_dp.sample`, in turn from the same generator)
+    fills its rows of the table (``ax`` 1: the grouped dim is the release's second)."""
+    def draw(n, rng):
+        out = np.zeros((n,) + tuple(shape), np.int64)
+        for members, win in parts:
+            out[:, members] = dp.sample(win, n, rng, max_states=budget / 8)
+        return out.transpose(0, 2, 1) if ax == 1 else out
+    return draw

@@ -193,12 +193,15 @@ class Halves(Route):
     fixed and a prior uniform over tables (flat windows: ``Uniform``, ``Flat``, bounds), by
     meeting in the middle over row halves (:func:`count`, :func:`marginals`).
 
-    ``windows(release) -> EntryWindows`` describes the mechanism (without the prior)."""
+    ``windows(release) -> EntryWindows`` describes the mechanism (without the prior);
+    ``draws``: a route with ``draws(release, prior, budget, who)`` giving whole-table draws
+    (:meth:`riskengine.inference.table_dp.TableDP.draws`)."""
 
     name = "halves"
 
-    def __init__(self, windows):
+    def __init__(self, windows, draws=None):
         self._windows = windows
+        self._draws = draws
         self._last = None
 
     def _plan(self, release, prior):
@@ -263,7 +266,19 @@ class Halves(Route):
                   for k in ((release.dims[0],), (release.dims[1],), ())}
         return _label.label(release, prior, route=self.name, start=start, probs=probs,
                             log_evidence=log_z, n_candidates=n if count else None,
-                            totals=totals)
+                            totals=totals, sampler=self._sampler(release, prior, memory))
+
+    def _sampler(self, release, prior, budget):
+        """Whole-table draws through the route given as ``draws`` (the table DP on the same
+        windows: the half-split counts give marginals, not draws), planned when first
+        called; None without one."""
+        if self._draws is None:
+            return None
+
+        def draw(n, rng):
+            return self._draws.draws(release, prior, budget, "the half-split route")(n, rng)
+
+        return draw
 
     def count(self, release, prior, *, progress=None, memory):
         _, e = self._plan(release, prior)

@@ -18,12 +18,14 @@ import numpy as np
 
 from kernels import table_dp
 
+from .._budget import fmt_bytes
 from ..mechanisms._base import Cost, Route
 from ..priors import Uniform
 from . import _label, halves
 from .windows import EntryWindows
 
-__all__ = ["TableDP", "Windows", "count", "from_entries", "release_windows", "solve", "states"]
+__all__ = ["TableDP", "Windows", "count", "from_entries", "release_windows", "sample",
+           "sampler", "solve", "states"]
 
 
 @dataclass
@@ -258,6 +260,45 @@ def count(win: Windows, max_states: float = np.inf) -> int:
     return int(res["count"])
 
 
+def sample(win: Windows, n: int, rng: np.random.Generator,
+           max_states: float = np.inf) -> np.ndarray:
+    """``n`` tables drawn independently from the exact posterior the windows define
+    (forward filtering, backward sampling: :func:`kernels.table_dp.sample`), int64
+    ``(n, r, c)`` with the rows in ``win``'s order.  The forward pass is recomputed here
+    (checkpoints within ``max_states`` stored states, as :func:`solve`); the draws
+    depend only on the state of ``rng``.  ValueError when no table has positive weight,
+    FloatingPointError when the weights leave the floats' range (:func:`solve_anchored`
+    gives windows that do not)."""
+    try:
+        w = win.trimmed()
+    except _Empty:
+        raise ValueError("no table has positive weight under these windows") from None
+    w, inv = _largest_row_last(w)
+    _, derived, args, _, _ = _args(w)
+    init_fn, _, row_lo_hi, lo, cw, cind, clo, kw, kind, _, starts = args
+    res = table_dp.sample(init_fn, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, starts,
+                          int(n), rng, max_states=max_states)
+    if np.isnan(res["log_z"]) or res["log_z"] == np.inf:
+        raise FloatingPointError(_RANGE.format("tables whose weights overflow"))
+    if res["tables"] is None:
+        raise ValueError("no table has positive weight under these windows")
+    return res["tables"][:, inv]
+
+
+def sample_memory(win: Windows) -> float:
+    """Bytes the draws need at least besides the tables drawn: the forward stages kept
+    as checkpoints and one segment recomputed at a time (no backward message)."""
+    try:
+        w = win.trimmed()
+    except _Empty:
+        return 0.0
+    w, _ = _largest_row_last(w)
+    _, derived, args, _, _ = _args(w)
+    per = table_dp.stage_states(args[2], args[3], args[4], args[6], args[7], derived)
+    _, kept = table_dp.checkpoint_plan(per, 0.0)
+    return float(min(kept, per[:-1].sum()) + per.max()) * 8
+
+
 def from_entries(ew: EntryWindows) -> Windows:
     """The DP's windows from a release's entry windows (2-D, every total)."""
     d0, d1 = ew.dims
@@ -297,7 +338,9 @@ def solve_anchored(ew: EntryWindows, win: Windows, shift: float, with_count: boo
     the evidence); when the floats cannot hold the weights around that anchor, once more
     anchored at the constrained mode of the weights (:meth:`EntryWindows.mode`, an LP),
     which puts the most probable tables at weight about 1.  The count is taken in the same
-    forward pass when the ``budget`` (bytes) holds both, else after the posterior."""
+    forward pass when the ``budget`` (bytes) holds both, else after the posterior.  The
+    result's ``"windows"`` are the windows solved (the re-anchored ones when it re-anchored:
+    draws use them)."""
     fused = with_count and budget >= memory(win, "posterior")[0] + memory(win, "count")[0]
     try:
         res = solve(win, with_count=fused, max_states=budget / 8)
@@ -308,6 +351,7 @@ def solve_anchored(ew: EntryWindows, win: Windows, shift: float, with_count: boo
         res, shift = solve(win, with_count=fused, max_states=budget / 8), tilt.shift
     if res is not None:
         res["log_z"] += shift
+        res["windows"] = win           # the windows solved (their draws: :func:`sample`)
         if with_count and not fused:   # apart: the posterior's stages are freed by now
             res["n"] = count(win, max_states=budget / 8)
     return res
@@ -392,7 +436,26 @@ class TableDP(Route):
                   (): (np.array(res["grand_lo"]), res["grand"])}
         return _label.label(release, prior, route=self.name, start=start, probs=probs,
                             log_evidence=res["log_z"], n_candidates=res["n"], totals=totals,
-                            approximation=ew.approximation)
+                            approximation=ew.approximation,
+                            sampler=sampler(res["windows"], memory, ew.dims != release.dims))
+
+    def draws(self, release, prior, budget: float, who: str = "this route"):
+        """``draw(n, rng)``: whole-table draws of this route's windows for ``release``
+        under ``prior`` (for a route that computes marginals another way: ``who``).  A
+        ValueError when the DP's stages do not fit ``budget`` bytes."""
+        ew, win, _, _ = self.plan(release, prior, "posterior")
+        if win is None:
+            raise ValueError(f"no original table is consistent with this "
+                             f"{release.mechanism.name} release under this prior")
+        need = sample_memory(win)
+        if need > budget:
+            big, tot = states(win)
+            raise ValueError(
+                f"whole-table draws of {who} go through the table DP, which needs "
+                f"{fmt_bytes(need)} here ({tot:.3g} DP states, {big:.3g} in the largest "
+                f"stage, stored with checkpoints), more than the memory budget of "
+                f"{fmt_bytes(budget)}; raise memory= if the machine has more")
+        return sampler(win, budget, ew.dims != release.dims)
 
     def count(self, release, prior, *, progress=None, memory):
         _, win, _, _ = self.plan(release, prior, "count")
@@ -400,6 +463,16 @@ class TableDP(Route):
             return 0
         n = _halves(win)
         return count(win, max_states=memory / 8) if n is None else n
+
+
+def sampler(win: Windows, budget: float, transpose: bool = False):
+    """``sampler(n, rng) -> int64 (n, r, c)``: draws of the tables of ``win`` (the forward
+    pass recomputed at each call within ``budget`` bytes, nothing large kept), transposed
+    to ``(n, c, r)`` when the DP ran with the release's dims swapped."""
+    def draw(n, rng):
+        t = sample(win, n, rng, max_states=budget / 8)
+        return np.ascontiguousarray(t.transpose(0, 2, 1)) if transpose else t
+    return draw
 
 
 def release_windows(release, prior=None) -> Windows | None:

@@ -47,8 +47,8 @@ class MarginsOnly(Mechanism):
     name = "margins_only"
     additive = True
     aliases = ("margins",)
-    routes = (Halves(entry_windows), TableDP(entry_windows), Grouped2D(),
-              Enumerate3D(entry_windows))
+    routes = (Halves(entry_windows, draws=TableDP(entry_windows)), TableDP(entry_windows),
+              Grouped2D(), Enumerate3D(entry_windows))
 
     def _params(self) -> dict:
         return {}

@@ -12,8 +12,10 @@ def _where(a: np.ndarray, mask: np.ndarray) -> str:
     return f"{idx if a.ndim else '()'}"
 
 
-def count_array(x, name: str = "counts", allow_nan: bool = False) -> np.ndarray:
-    """Nonnegative integer counts as int64 (or float64 with NaN when ``allow_nan``)."""
+def count_array(x, name: str = "counts", allow_nan: bool = False,
+                signed: bool = False) -> np.ndarray:
+    """Nonnegative integer counts as int64 (or float64 with NaN when ``allow_nan``);
+    ``signed``: negative integers allowed (published noisy counts)."""
     a = np.asarray(x)
     if a.dtype == object or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
         raise TypeError(f"{name} must be numeric, got dtype {a.dtype}")
@@ -24,11 +26,11 @@ def count_array(x, name: str = "counts", allow_nan: bool = False) -> np.ndarray:
         ai = a.astype(np.int64) if a.dtype != np.uint64 else a
         if a.dtype == np.uint64 and (a >= 2 ** 62).any():
             raise ValueError(f"{name} too large for exact int64 arithmetic (max {a.max()})")
-        neg = ai < 0
+        neg = (ai < 0) & (not signed)
         if neg.any():
             raise ValueError(f"{name} must be nonnegative counts, got {int(ai[neg][0])} "
                              f"at index {_where(ai, neg)}")
-        if (ai >= 2 ** 62).any():
+        if (np.abs(ai) >= 2 ** 62).any():
             raise ValueError(f"{name} too large for exact int64 arithmetic (max {int(ai.max())})")
         return np.array(ai, dtype=np.int64)
     af = a.astype(float)
@@ -39,7 +41,7 @@ def count_array(x, name: str = "counts", allow_nan: bool = False) -> np.ndarray:
     if bad.any():
         raise ValueError(f"{name} must be finite, got {af[bad][0]} at index {_where(af, bad)}")
     known = ~nan
-    neg = known & (np.where(known, af, 0) < 0)
+    neg = known & (np.where(known, af, 0) < 0) & (not signed)
     if neg.any():
         raise ValueError(f"{name} must be nonnegative counts, got {af[neg][0]:g} "
                          f"at index {_where(af, neg)}")

@@ -110,7 +110,9 @@ class Release:
                     fin = np.concatenate([fin, np.ravel(np.asarray(v, dtype=float))])
                 fin = fin[~np.isnan(fin)]       # a suppressed total says nothing of the kind
                 kind = "count" if np.all(fin == np.round(fin)) else "magnitude"
-            self.published = (V.count_array(arr, "published", allow_nan=True) if kind == "count"
+            signed = getattr(mechanism, "published_signed", False)
+            self.published = (V.count_array(arr, "published", allow_nan=True, signed=signed)
+                              if kind == "count"
                               else V.magnitude_array(arr, "published", allow_nan=True))
             self.published.setflags(write=False)
         self.kind = kind or "count"
@@ -171,7 +173,8 @@ class Release:
         if not hide and np.isnan(np.asarray(arr, dtype=float)).any():
             raise ValueError(f"{label} has NaN (suppressed) entries, but "
                              f"{self.mechanism.name} releases publish every total")
-        arr = (V.count_array(arr, label, allow_nan=hide) if self.kind == "count"
+        signed = getattr(self.mechanism, "published_signed", False)
+        arr = (V.count_array(arr, label, allow_nan=hide, signed=signed) if self.kind == "count"
                else V.magnitude_array(arr, label, allow_nan=hide))
         arr.setflags(write=False)
         return arr

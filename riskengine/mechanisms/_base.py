@@ -118,6 +118,8 @@ class Mechanism:
     additive = True
     #: releases may hide totals (NaN in margins / subtotals)
     suppressible_totals = False
+    #: published values of count releases may be negative (raw noisy measurements)
+    published_signed = False
     #: inference routes, fastest exact first
     routes: tuple = ()
     #: what to use instead when the mechanism has no routes (e.g. "use rk.audit")

@@ -1,0 +1,288 @@
+"""Random (unrestricted) rounding to base B: every cell and every total on its own.
+
+Protect: each interior cell and each total of the table's structure goes to one of its
+two adjacent multiples of B independently, up with probability (x mod B) / B (multiples
+stay: the rounding is unbiased).  The released totals are rounded totals of the original,
+not sums of the rounded cells: the table does not add up.
+
+Likelihood (exact, DESIGN.md): the product over the published cells and totals of those
+probabilities.  Every entry is a window of 2B - 1 original values around its published
+multiple with that log-probability; routes: the table DP (2-D with every total), the
+3-D enumerator (every 2-way margin), and independent cells when no total is published.
+
+Examples
+--------
+>>> import numpy as np, riskengine as rk
+>>> t = rk.Table(np.array([[3, 7], [12, 1]]), dims=("v", "w"))
+>>> rel = rk.RandomRounding(5).protect(t, np.random.default_rng(0))
+>>> bool((rel.published % 5 == 0).all()), rel.margins[()] % 5 == 0
+(True, np.True_)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _validate as V
+from ..inference import _label
+from ..inference import windows as win
+from ..inference.cells import CellWindows, IndependentCells
+from ..inference.enumerate_3d import Enumerate3D
+from ..inference.table_dp import TableDP
+from ..release import Release
+from ..table import count_table
+from ._base import Cost, Mechanism, Route, register
+from .rounding import log_round_prob
+
+__all__ = ["RandomRounding"]
+
+
+def round_randomly(x, B: int, rng: np.random.Generator) -> np.ndarray:
+    """Each entry of ``x`` to a multiple of B, up with probability (x mod B) / B."""
+    x = np.asarray(x, dtype=np.int64)
+    rem = np.mod(x, B)
+    up = rng.random(x.shape) < rem / B
+    return x - rem + np.where(up, B, 0)
+
+
+def entry_windows(release) -> win.EntryWindows:
+    """Every published cell and total: its 2B - 1 possible originals with the exact log
+    probability of rounding to the published multiple."""
+    B = release.mechanism.base
+    lo, lw = {}, {}
+    for keep, val in [(release.dims, release.published), *release.margins.items()]:
+        lo[keep], lw[keep] = win.around(val, B, lambda v, p: log_round_prob(v, p, B))
+    return win.EntryWindows(release.dims, release.shape, lo, lw)
+
+
+def cell_windows(release) -> CellWindows:
+    """Cells alone (no total published): independent, each on its window."""
+    ew = entry_windows(release)
+    lo, lw = ew.interior
+    return CellWindows(lo.ravel(), lw.reshape(lo.size, -1), np.arange(lo.size).reshape(lo.shape))
+
+
+class _CellsWithoutTotals(IndependentCells):
+    """Independent cells, for releases that publish no total (then the cells are
+    independent under a per-cell prior)."""
+
+    def applies(self, release, prior):
+        if release.margins:
+            return "the cells are tied by the published totals (use the table routes)"
+        return super().applies(release, prior)
+
+
+# --- 1-D tables: a chain over the running sum of the cells -----------------------------
+
+
+def _logsumexp(a, axis):
+    """log sum exp along ``axis``, -inf where every term is -inf (no warning)."""
+    m = np.max(a, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore", under="ignore"):
+        return np.log(np.exp(a - m).sum(axis=axis)) + np.squeeze(m, axis=axis)
+
+
+def _gather(arr, idx):
+    """``arr[idx]`` with -inf where ``idx`` is outside ``arr``."""
+    ok = (idx >= 0) & (idx < arr.size)
+    return np.where(ok, arr[np.where(ok, idx, 0)], -np.inf)
+
+
+class _Chain:
+    """Exact marginals of independent cells (log-weight windows ``lo``, ``lw``) tied by
+    one factor on their sum (``tlo``, ``tlw``; ``None``: no factor), in log space.
+
+    ``F[i]`` (first sum ``Fo[i]``) holds the log-weight of every sum of cells ``0..i-1``,
+    ``H[i]`` (first sum ``Ho[i]``) the log-weight of the cells ``i..n-1`` and the factor
+    given the sum of the cells before ``i``; cell ``i``'s marginal at ``x`` is
+    ``lw_i(x) + logsumexp_u F[i](u) + H[i+1](u + x)``.  Every sum is capped at the
+    factor's last value (cells are nonnegative: a larger partial sum has no weight)."""
+
+    def __init__(self, lo, lw, tlo=None, tlw=None):
+        self.lo = np.asarray(lo, dtype=np.int64).ravel()
+        self.lw = np.asarray(lw, dtype=float).reshape(self.lo.size, -1)
+        n, W = self.lw.shape
+        j = np.arange(W)
+        cap = None if tlo is None else int(tlo) + len(tlw) - 1
+        F, Fo = [np.zeros(1)], [0]
+        for i in range(n):
+            L = F[-1].size + W - 1
+            if cap is not None:
+                L = max(min(L, cap - Fo[-1] - int(self.lo[i]) + 1), 1)
+            u = np.arange(L)
+            F.append(_logsumexp(_gather(F[-1], u[:, None] - j[None, :]) + self.lw[i][None, :],
+                                axis=1))
+            Fo.append(Fo[-1] + int(self.lo[i]))
+        if tlo is None:       # no factor: every sum of the cells weighs 1
+            tlo, tlw = Fo[-1], np.zeros(F[-1].size)
+        self.tlo, self.tlw = int(tlo), np.asarray(tlw, dtype=float)
+        H, Ho = [None] * (n + 1), [0] * (n + 1)
+        H[n], Ho[n] = self.tlw, self.tlo
+        for i in range(n - 1, -1, -1):
+            # the sums before cell i that matter: those the forward pass reaches
+            u = Fo[i] + np.arange(F[i].size)
+            idx = (u[:, None] + self.lo[i] + j[None, :]) - Ho[i + 1]
+            H[i] = _logsumexp(_gather(H[i + 1], idx) + self.lw[i][None, :], axis=1)
+            Ho[i] = Fo[i]
+        self.F, self.Fo, self.H, self.Ho = F, Fo, H, Ho
+        total = F[n] + _gather(self.tlw, Fo[n] + np.arange(F[n].size) - self.tlo)
+        self.log_z = float(_logsumexp(total, axis=0))
+        self.total_lo = Fo[n]
+        with np.errstate(under="ignore"):
+            self.total = np.exp(total - self.log_z)
+
+    def marginals(self) -> np.ndarray:
+        """Per cell, the posterior probabilities of ``lo .. lo + W - 1``."""
+        n, W = self.lw.shape
+        out = np.empty((n, W))
+        j = np.arange(W)
+        for i in range(n):
+            u = self.Fo[i] + np.arange(self.F[i].size)
+            idx = (u[:, None] + self.lo[i] + j[None, :]) - self.Ho[i + 1]
+            lm = self.lw[i] + _logsumexp(self.F[i][:, None] + _gather(self.H[i + 1], idx),
+                                         axis=0)
+            with np.errstate(under="ignore"):
+                out[i] = np.exp(lm - self.log_z)
+        return out
+
+    def sample(self, k: int, rng: np.random.Generator) -> np.ndarray:
+        """``k`` exact draws (k, n): the sum first, then the cells from the last one back."""
+        n, W = self.lw.shape
+        out = np.empty((k, n), dtype=np.int64)
+        cdf = np.cumsum(self.total)
+        s = self.total_lo + np.minimum(np.searchsorted(cdf, rng.random(k) * cdf[-1],
+                                                       side="right"), cdf.size - 1)
+        for i in range(n - 1, -1, -1):
+            x = self.lo[i] + np.arange(W)
+            lp = self.lw[i][None, :] + _gather(self.F[i], (s[:, None] - x[None, :]) - self.Fo[i])
+            p = np.exp(lp - lp.max(axis=1, keepdims=True))
+            c = np.cumsum(p, axis=1)
+            pick = (c < rng.random((k, 1)) * c[:, -1:]).sum(axis=1)
+            out[:, i] = x[np.minimum(pick, W - 1)]
+            s = s - out[:, i]
+        return out
+
+
+def count_chain(lo, lw, tlo=None, tlw=None) -> int:
+    """Exact number of cell vectors with positive weight (and a sum of positive weight):
+    convolutions of Python integers."""
+    lo = np.asarray(lo, dtype=np.int64).ravel()
+    fin = np.isfinite(np.asarray(lw, dtype=float).reshape(lo.size, -1))
+    c, off = np.array([1], dtype=object), 0
+    for i in range(lo.size):
+        c = np.convolve(c, fin[i].astype(np.int64).astype(object))
+        off += int(lo[i])
+    if tlo is None:
+        return int(sum(c))
+    s = off + np.arange(c.size)
+    ok = np.isfinite(_gather(np.asarray(tlw, dtype=float), s - int(tlo)))
+    return int(sum(c[ok]))
+
+
+class Line(Route):
+    """Exact route for 1-D tables with or without their grand total: the cells are
+    independent given their windows, tied only by the total's factor, so a chain over the
+    running sum gives every marginal (forward-backward in log space), the total's
+    posterior, exact draws and the exact count.
+
+    ``windows(release) -> EntryWindows`` describes the mechanism (without the prior).
+    """
+
+    name = "line"
+
+    def __init__(self, windows):
+        self._windows = windows
+
+    def applies(self, release, prior):
+        if release.kind != "count":
+            return ("the exact routes walk integer tables and need a count release; this "
+                    "release holds magnitudes")
+        if len(release.dims) != 1:
+            return f"the line route covers 1-D tables; this release has dims {release.dims}"
+        if release.groups:
+            return "the line route does not use published subtotals"
+        return None
+
+    def _parts(self, release, prior):
+        ew = self._windows(release).with_prior(prior, release.coords).trimmed()
+        if ew is None:
+            return None
+        lo, lw = ew.interior
+        t = (ew.lo[()], ew.lw[()]) if () in ew.lo else (None, None)
+        return ew, lo, lw, t
+
+    def estimate(self, release, prior, what="posterior"):
+        ew = self._windows(release)
+        lo, lw = ew.interior
+        n, W = lo.size, lw.shape[-1]
+        S = n * W
+        return Cost(float(8 * (n * 2 * S + 3 * S * W)),
+                    f"{n} cells x {S} running sums x {W} window values")
+
+    def run(self, release, prior, *, count=True, progress=None, memory):
+        parts = self._parts(release, prior)
+        ch = None if parts is None else _Chain(parts[1], parts[2], *parts[3])
+        if ch is None or not np.isfinite(ch.log_z):
+            raise ValueError(f"no original table is consistent with this "
+                             f"{release.mechanism.name} release under this prior")
+        ew, lo, lw, (tlo, tlw) = parts
+        n = count_chain(lo, lw, tlo, tlw) if count else None
+        return _label.label(release, prior, route=self.name, start=lo,
+                            probs=ch.marginals().reshape(lw.shape),
+                            log_evidence=ch.log_z + ew.shift, n_candidates=n,
+                            totals={(): (np.array(ch.total_lo), ch.total)},
+                            approximation=ew.approximation,
+                            sampler=lambda k, rng: ch.sample(k, rng).reshape((k,) + lo.shape))
+
+    def count(self, release, prior, *, progress=None, memory):
+        parts = self._parts(release, prior)
+        return 0 if parts is None else count_chain(parts[1], parts[2], *parts[3])
+
+
+@register
+class RandomRounding(Mechanism):
+    """Unrestricted random rounding of every cell and every total to base ``base``.
+
+    Parameters
+    ----------
+    base : int >= 2
+    """
+
+    name = "random_rounding"
+    additive = False            # rounded totals are not the sums of the rounded cells
+    aliases = ("randomrounding",)
+    routes = (TableDP(entry_windows), Enumerate3D(entry_windows), Line(entry_windows),
+              _CellsWithoutTotals(cell_windows))
+
+    def __init__(self, base: int):
+        self.base = V.integer(base, "base", 2)
+
+    def _params(self) -> dict:
+        return {"base": self.base}
+
+    def protect(self, table, rng: np.random.Generator):
+        """Round every cell and every published total of ``table`` independently."""
+        table = count_table(table, self.describe())
+        rng = self._rng(rng)
+        B = self.base
+        cells = round_randomly(table.values, B, rng)
+        margins = {k: round_randomly(v, B, rng) for k, v in table.totals().items()}
+        return Release(published=cells, margins=margins, mechanism=self, dims=table.dims,
+                       coords=table.coords, kind="count")
+
+    def validate_release(self, release) -> None:
+        if release.kind != "count" or release.published is None:
+            raise ValueError("a random-rounding release publishes a rounded count table")
+        if np.isnan(np.asarray(release.published, dtype=float)).any():
+            raise ValueError("a random-rounding release has no suppressed (NaN) cells")
+        B = self.base
+        for name, arr in [("published", release.published)] + [
+                (f"margin {k}", v) for k, v in release.margins.items()]:
+            a = np.atleast_1d(np.asarray(arr))
+            bad = a % B != 0
+            if bad.any():
+                raise ValueError(f"{name} value {int(a[bad][0])} is not a multiple of the "
+                                 f"rounding base {B}")
+        if release.groups:
+            raise ValueError("random-rounding releases with subtotals are not supported")

@@ -44,7 +44,8 @@ from .table import Table
 # a new mechanism module's __all__ lands here without an edit
 globals().update(_mechanisms.load())
 
-from . import measures
+from . import measures, statistics
+from .analyze import Analysis, analyze
 from .compare import compare
 from .magnitude import sensitivity  # noqa: F811
 from .magnitude.audit import audit  # noqa: F811
@@ -61,6 +62,8 @@ __all__ = [  # noqa: RUF022  (grouped by topic, not sorted)
     "contributions", "Contributions", "sensitivity", "audit",
     # the three uses
     "measures", "compare", "simulate", "generators", "plots", "write_report",
+    # the user's analysis
+    "analyze", "Analysis", "statistics",
 ]
 __all__ += sorted(_mechanisms.EXPORTS)  # noqa: PLE0605  (the mechanism modules' names)
 

@@ -4,6 +4,8 @@
     riskengine report RESULTS.nc [--out DIR]
     riskengine protect TABLE.csv --mechanism cyclic [--design diagonal] [--alpha A] [--beta B]
     riskengine count RELEASE.json [--prior SPEC]
+    riskengine analyze [RELEASE.json] [--statistic S ...] [--prior SPEC] [--draws N] [--seed S]
+                       [--truth TABLE.csv] [--out DIR] [--no-report]
     riskengine compare [CONFIG.toml] [--out DIR] [--draws N] [--seed S] [--no-report]
     riskengine simulate [CONFIG.toml] [--out DIR] [--n-tables N] [--scheduler S] [--seed S]
                         [--no-report]
@@ -15,7 +17,12 @@ alpha = beta = 1/4, and the original table as the truth.  ``assess`` writes
 ``compare`` and ``simulate`` read a TOML config (format: ``riskengine._config``;
 bundled examples ``compare_example.toml`` / ``simulate_example.toml`` run when no
 config is given) and write ``compare.nc`` / ``simulate.nc`` and the report into
-``--out``.  ``report`` turns any results netCDF (assess, compare, simulate) into
+``--out``.  ``analyze`` draws original tables from the posterior and reports the posterior of
+statistics of the table (``--statistic``, repeatable: chi2, chi2_pvalue, g2, g2_pvalue,
+cramers_v, row_proportions, col_proportions, loglinear,
+log_odds_ratio:DIM=A,B;DIM=C,D), writing ``analysis.nc`` and its report into ``--out``
+(default ``riskengine-out/analyze``; the bundled example without a release).
+``report`` turns any results netCDF (assess, compare, simulate) into
 the report.  Bad input: exit code 2 and one line on stderr.
 """
 
@@ -100,16 +107,22 @@ def _risk_report(post, rel, truth, level: float) -> str:
     return "\n".join(out)
 
 
-def _cmd_assess(args) -> int:
+def _release_and_truth(args, command: str) -> tuple:
+    """The release (the bundled seed 003 example when none is given, with its original as
+    the truth) and the true table of ``--truth``."""
     if args.release is None:
         rel = Release.load(_bundled("seed003_release.json"))
         truth_path = args.truth or _bundled("seed003_original.csv")
-        print("riskengine assess: bundled example (Duncan & Roehrig, seed 003: 4 x 4 table, "
-              "diagonal cycles, alpha = beta = 1/4)")
+        print(f"riskengine {command}: bundled example (Duncan & Roehrig, seed 003: 4 x 4 "
+              "table, diagonal cycles, alpha = beta = 1/4)")
     else:
         rel = Release.load(args.release)
         truth_path = args.truth
-    truth = read_table(truth_path) if truth_path else None
+    return rel, (read_table(truth_path) if truth_path else None)
+
+
+def _cmd_assess(args) -> int:
+    rel, truth = _release_and_truth(args, "assess")
     if truth is not None and truth.shape != rel.shape:
         raise ValueError(f"truth table has shape {truth.shape}, the release {rel.shape}")
     prior = priors.parse(args.prior)
@@ -131,6 +144,44 @@ def _cmd_assess(args) -> int:
         from .report import write_report
         html = write_report(post, out, release=rel, truth=truth, level=args.level)
         print(f"report written to {html}")
+    return 0
+
+
+def _cmd_analyze(args) -> int:
+    from .analyze import DEFAULT, analyze
+    rel, truth = _release_and_truth(args, "analyze")
+    prior = priors.parse(args.prior)
+    stats = args.statistic or list(DEFAULT)
+    prog = _Progress("posterior")
+    try:
+        res = analyze(rel, prior, stats, draws=args.draws, rng=np.random.default_rng(args.seed),
+                      truth=truth, level=args.level, route=args.route, memory=args.memory,
+                      progress=prog)
+    finally:
+        prog.close()
+    tab = res.table()
+    cols = [c for c in ("mean", "sd", "hdi_lower", "hdi_upper", "plugin", "true",
+                        "true_quantile") if c in tab]
+    w = max(len("statistic"), *(len(s) for s in tab["statistic"]))
+    print(f"{'statistic'.ljust(w)}  " + "  ".join(f"{c:>13}" for c in cols))
+    for _, r in tab.iterrows():
+        print(f"{r['statistic'].ljust(w)}  " + "  ".join(f"{float(r[c]):13.5g}" for c in cols))
+    post = res.posterior
+    kind = ("independent, exact posterior" if "approximation" not in post.attrs
+            else "approximate")
+    print(f"{args.draws} draws ({kind}), route {post.attrs.get('route')}, prior "
+          f"{post.attrs.get('prior')}, HDI level {args.level:g}; plugin = the statistic on "
+          "the published table")
+    out = Path(args.out)
+    path = out / "analysis.nc"
+    ds = res.to_dataset()
+    if args.seed is not None:
+        ds.attrs["seed"] = args.seed
+    from .report import describe_release
+    ds.attrs["release"] = "; ".join(f"{k}: {v}" for k, v in describe_release(rel).items())
+    atomic_write_netcdf(ds, path)
+    print(f"results written to {path}")
+    _maybe_report(args, ds, path)
     return 0
 
 
@@ -305,6 +356,29 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--route", default="auto", help="inference route (default auto)")
     c.add_argument("--memory", help="memory budget, e.g. 8GB (default: half the available)")
     c.set_defaults(func=_cmd_count)
+    an = sub.add_parser("analyze", help="posterior of statistics of the original table "
+                        "(chi-square, Cramer's V, odds ratios, ...)")
+    an.add_argument("release", nargs="?", help="release JSON (default: bundled seed 003 example)")
+    an.add_argument("--statistic", action="append", metavar="S",
+                    help="repeatable: chi2 | chi2_pvalue | g2 | g2_pvalue | cramers_v | "
+                         "row_proportions | col_proportions | loglinear | "
+                         "log_odds_ratio:DIM=A,B;DIM=C,D (default: chi2, chi2_pvalue, "
+                         "cramers_v)")
+    an.add_argument("--prior", default="uniform",
+                    help="the user's prior: uniform | flat:LOW[,HIGH] | poisson:RATE | "
+                         "negbin:MEAN,DISP")
+    an.add_argument("--draws", type=int, default=4000, help="tables drawn (default 4000)")
+    an.add_argument("--seed", type=int, default=None, help="random seed of the draws")
+    an.add_argument("--truth", help="original table (CSV or netCDF): true values and their "
+                    "posterior quantiles")
+    an.add_argument("--level", type=float, default=0.94, help="HDI probability (default 0.94)")
+    an.add_argument("--route", default="auto", help="inference route (default auto)")
+    an.add_argument("--memory", help="memory budget, e.g. 8GB (default: half the available)")
+    an.add_argument("--out", default="riskengine-out/analyze",
+                    help="output folder (analysis.nc, report.html + PNGs)")
+    an.add_argument("--no-report", dest="report", action="store_false",
+                    help="write analysis.nc only, no HTML report and plots")
+    an.set_defaults(func=_cmd_analyze)
     cp = sub.add_parser("compare", help="risk and utility of several mechanisms on one table")
     cp.add_argument("config", nargs="?", help="TOML config (default: bundled compare_example)")
     cp.add_argument("--out", default="riskengine-out", help="output folder (compare.nc, report.html + PNGs)")

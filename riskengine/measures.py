@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from . import statistics as _stats
 from .posterior import Posterior
 from .table import Table
 
@@ -188,15 +189,9 @@ def chi_square(values) -> float:
     20.0
     """
     a = np.asarray(values.values if isinstance(values, Table) else values, dtype=float)
-    n = a.sum()
-    if not n > 0:
+    if not a.sum() > 0:
         return float("nan")
-    e = np.full(a.shape, n)
-    for k in range(a.ndim):
-        m = a.sum(axis=tuple(i for i in range(a.ndim) if i != k)) / n
-        e = e * m.reshape([-1 if i == k else 1 for i in range(a.ndim)])
-    ok = e > 0
-    return float(((a[ok] - e[ok]) ** 2 / e[ok]).sum())
+    return float(_stats.Chi2().values(a, tuple(range(a.ndim)), {}))
 
 
 def cramers_v(values) -> float:
@@ -206,10 +201,9 @@ def cramers_v(values) -> float:
     1.0
     """
     a = np.asarray(values.values if isinstance(values, Table) else values, dtype=float)
-    n, k = a.sum(), min(a.shape)
-    if not (n > 0 and k > 1):
+    if not (a.sum() > 0 and min(a.shape) > 1):
         return float("nan")
-    return float(np.sqrt(chi_square(a) / (n * (k - 1))))
+    return float(_stats.CramersV().values(a, tuple(range(a.ndim)), {}))
 
 
 def utility_score(mean_interval_width: float) -> float:

@@ -11,6 +11,8 @@ figure by leaving it as the last expression of a cell.
 - :func:`calibration` claimed ``map_prob`` against the observed ``map_hit`` rate of a
   ``simulate`` result (:func:`riskengine.simulate.calibration` gives the numbers)
 - :func:`hit_rates` each cell's observed MAP hit rate with its interval, and its mean claim
+- :func:`statistic_posterior` the posterior of a statistic of the original table
+  (``rk.analyze``) with its HDI, the plug-in value on the published table and the truth
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from scipy import stats
 from .simulate import calibration as calibration_stats
 
 __all__ = ["MEASURES", "binomial_interval", "calibration", "hit_rates",
-           "posterior_bars", "risk_heatmap", "ru_map"]
+           "posterior_bars", "risk_heatmap", "ru_map", "statistic_posterior"]
 
 #: per-cell measures a heatmap can show, with their colour-bar labels
 MEASURES = {
@@ -553,4 +555,85 @@ def hit_rates(sim_ds: xr.Dataset, level: float = 0.95, max_cells: int = 60) -> F
     ax.legend(fontsize=8, loc="best")
     more = f" (first {m} of {len(names)} cells)" if m < len(names) else ""
     ax.set_title(f"hit rate by cell over {p.shape[0]} tables{more}", fontsize=10)
+    return fig
+
+
+# --- the user's analysis ---------------------------------------------------------------
+def statistic_posterior(draws: xr.DataArray, summary: xr.Dataset | xr.DataArray, *,
+                        max_elements: int = 40) -> Figure:
+    """Posterior of one statistic of the original table (a result of ``rk.analyze``).
+
+    A scalar statistic: histogram of its draws, the HDI shaded, the plug-in value on the
+    published table (dashed) and the true value (solid) when known.  A vector statistic
+    (proportions, model coefficients): one row per element (the first ``max_elements``),
+    posterior mean with its HDI, plug-in (x) and truth (o).
+
+    Parameters
+    ----------
+    draws : DataArray ``(draw, ...)``: ``Analysis.values[name]``
+    summary : Dataset (``Analysis.summary[name]``) or the ``stat{k}_summary`` DataArray of
+        ``Analysis.to_dataset()`` (dim ``quantity``)
+
+    Examples
+    --------
+    >>> import numpy as np, riskengine as rk
+    >>> t = rk.Table(np.array([[5, 2], [1, 6]]), dims=("a", "b"))
+    >>> res = rk.analyze(rk.MarginsOnly().protect(t), None, "cramers_v", draws=200,
+    ...                  rng=np.random.default_rng(0))
+    >>> fig = rk.plots.statistic_posterior(res.values["cramers_v"], res["cramers_v"])
+    >>> fig.axes[0].get_xlabel()
+    'cramers_v'
+    """
+    if isinstance(summary, xr.DataArray):
+        summary = summary.to_dataset(dim="quantity")
+    name = str(draws.name or summary.attrs.get("statistic", "statistic"))
+    other = [d for d in draws.dims if d not in ("draw", "chain")]
+    v = draws.transpose(*[d for d in draws.dims if d in ("chain", "draw")], *other).values
+    v = v.reshape(-1, *v.shape[draws.ndim - len(other):]).astype(float)
+    level = summary.attrs.get("level", None)
+    hdi_lab = f"{round(100 * float(level))}% HDI" if level else "HDI"
+    if not other:
+        fig = Figure(figsize=(6.4, 3.6), layout="constrained")
+        ax = fig.subplots()
+        x = v[np.isfinite(v)]
+        uniq = np.unique(x)
+        bins = uniq.size if uniq.size <= 30 else 40
+        ax.hist(x, bins=bins, color="C0", alpha=0.75, density=True)
+        lo, hi = float(summary["hdi_lower"]), float(summary["hdi_upper"])
+        ax.axvspan(lo, hi, color="C0", alpha=0.12, label=hdi_lab)
+        if "plugin" in summary and np.isfinite(float(summary["plugin"])):
+            ax.axvline(float(summary["plugin"]), color="C3", ls="--",
+                       label="plug-in (published table)")
+        if "true" in summary:
+            ax.axvline(float(summary["true"]), color="k", lw=1.5, label="true value")
+        ax.set_xlabel(name)
+        ax.set_ylabel("posterior density")
+        ax.legend(fontsize=8, frameon=False)
+        return fig
+    flat = v.reshape(v.shape[0], -1)
+    n = min(flat.shape[1], max_elements)
+    labels = [",".join(str(x) for x in idx) for idx in
+              np.ndindex(*[draws.sizes[d] for d in other])]
+    if all(d in draws.coords for d in other):
+        labels = [",".join(str(draws.coords[d].values[i]) for d, i in zip(other, idx))
+                  for idx in np.ndindex(*[draws.sizes[d] for d in other])]
+
+    def flat_of(k):
+        return summary[k].transpose(*other).values.reshape(-1).astype(float)
+
+    fig = Figure(figsize=(6.4, 0.8 + 0.28 * n), layout="constrained")
+    ax = fig.subplots()
+    y = np.arange(n)[::-1]
+    mean, lo, hi = flat_of("mean")[:n], flat_of("hdi_lower")[:n], flat_of("hdi_upper")[:n]
+    ax.hlines(y, lo, hi, color="C0", lw=2, label=hdi_lab)
+    ax.plot(mean, y, "|", color="C0", ms=10, label="posterior mean")
+    if "plugin" in summary and np.isfinite(flat_of("plugin")[:n]).any():
+        ax.plot(flat_of("plugin")[:n], y, "x", color="C3", label="plug-in (published table)")
+    if "true" in summary:
+        ax.plot(flat_of("true")[:n], y, "o", mfc="none", color="k", label="true value")
+    ax.set_yticks(y, labels[:n], fontsize=8)
+    ax.set_xlabel(name if flat.shape[1] <= max_elements else
+                  f"{name} (first {max_elements} of {flat.shape[1]})")
+    ax.legend(fontsize=8, frameon=False, loc="best")
+    ax.grid(axis="x", alpha=0.3)
     return fig

@@ -25,7 +25,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 CORE = {"_validate", "table", "tabular", "priors", "release", "posterior", "cycles",
-        "generators", "_io", "_seeding", "_budget", "_version", "data", "mechanisms._base"}
+        "generators", "_io", "_seeding", "_budget", "_version", "data", "mechanisms._base",
+        "statistics", "_arviz"}
 USES = {"cli", "_config", "compare", "simulate", "measures", "analyze", "report", "plots"}
 ALIASES = {"linear", "audit", "suppress", "cta", "cta_bivariate", "sensitivity",
            "contributions"}

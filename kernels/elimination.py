@@ -231,7 +231,12 @@ class CliqueTree:
             p = np.exp(lt)
             cdf = np.cumsum(p, axis=-1)
             u = rng.random(n) * cdf[:, -1]
-            out[v] = np.minimum((cdf < u[:, None]).sum(axis=-1), t.shape[-1] - 1)
+            # the smallest j with cdf[j] > u: a state of probability 0 is never picked
+            # (u = 0, or u on a flat stretch); u rounded up to the total takes the last
+            # state of positive probability
+            j = (cdf <= u[:, None]).sum(axis=-1)
+            last = p.shape[-1] - 1 - np.argmax(p[:, ::-1] > 0, axis=-1)
+            out[v] = np.minimum(j, last)
         return out
 
     def marginal(self, scope: tuple):

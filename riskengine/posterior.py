@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from . import _budget
 from . import _validate as V
 from .mechanisms._base import run_count, run_posterior
 from .priors import Prior, Uniform
@@ -155,12 +156,13 @@ class Posterior:
                              "true table")
 
     # --- whole tables -------------------------------------------------------------------
-    def sample(self, n: int, rng: np.random.Generator) -> xr.DataArray:
+    def sample(self, n: int, rng: np.random.Generator, memory=None) -> xr.DataArray:
         """``n`` whole original tables drawn from the posterior, dims ``(draw, *dims)``.
 
         Exact routes give independent draws from the exact posterior (backward sampling
         through the route's own computation); the draws' totals are the totals of the
-        original table.  Same ``rng`` state, same draws.
+        original table.  Same ``rng`` state, same draws.  ``memory``: the budget the draws
+        must fit (as for :func:`posterior`), checked before anything is allocated.
 
         Examples
         --------
@@ -171,6 +173,13 @@ class Posterior:
         (('draw', 'v', 'w'), True)
         """
         n = V.integer(n, "n", 1)
+        need = 3.0 * n * float(np.prod(self.shape, dtype=float)) * 8   # draws + working copies
+        limit = _budget.budget(memory)
+        if need > limit:
+            raise ValueError(f"{n} draws of a table of {int(np.prod(self.shape))} cells need "
+                             f"about {_budget.fmt_bytes(need)}, more than the memory budget of "
+                             f"{_budget.fmt_bytes(limit)}: draw fewer tables at a time (or "
+                             "raise memory=)")
         if not isinstance(rng, np.random.Generator):
             raise TypeError("rng must be a numpy.random.Generator (np.random.default_rng(seed)), "
                             f"got {type(rng).__name__}")

@@ -98,6 +98,7 @@ class IndependentCells(Route):
         probs = p / z
         logz = np.log(z[..., 0]) + mx[..., 0]
         size = np.isfinite(logp).sum(axis=-1)
+        sampler = _sampler(lo, probs, rows)
         if rows is not None:                   # per distinct row: weigh by how many cells
             mult = np.bincount(rows.ravel(), minlength=len(lo))
             log_ev = float((logz * mult).sum())
@@ -111,12 +112,6 @@ class IndependentCells(Route):
             return {keep: (lambda keep=keep: _total(lo, probs, release.dims, keep))
                     for keep in default_margins(release.dims) if keep not in release.margins}
 
-        def sampler(k, rng, lo=lo, probs=probs):    # the cells are independent here
-            cdf = np.cumsum(probs, axis=-1)
-            u = rng.random((k,) + lo.shape)
-            j = (u[..., None] > cdf[None] * (1 - 1e-15)).sum(axis=-1)
-            return lo[None] + np.minimum(j, probs.shape[-1] - 1)
-
         return _label.label(release, prior, route=self.name, start=lo, probs=probs,
                             log_evidence=log_ev, n_candidates=n, approximation=approx,
                             totals=totals, sampler=sampler)
@@ -127,6 +122,37 @@ class IndependentCells(Route):
         if rows is not None:
             return _product(size, np.bincount(rows.ravel(), minlength=len(lo)))
         return _product(size)
+
+
+def _sampler(lo, probs, rows):
+    """``sampler(k, rng) -> int64 (k, *shape)``: the cells are independent, so each is drawn
+    from its own pmf by inverse cdf (one uniform per cell and draw, in one call of
+    ``rng``), cells that share a window (``rows``: index of each cell's distinct window,
+    or None: every cell its own, ``lo`` / ``probs`` of the table's shape) together."""
+    if rows is None:
+        shape = lo.shape
+        rows = np.arange(lo.size).reshape(shape)
+        lo, probs = lo.reshape(-1), probs.reshape(-1, probs.shape[-1])
+    cdf = np.cumsum(probs, axis=-1)
+    # the last value of positive probability: u rounded up to the total takes it
+    last = probs.shape[-1] - 1 - np.argmax(probs[:, ::-1] > 0, axis=-1)
+    flat_rows = rows.reshape(-1)
+    order = np.argsort(flat_rows, kind="stable")
+    bounds = np.searchsorted(flat_rows[order], np.arange(len(lo) + 1))
+
+    def draw(k, rng):
+        u = rng.random((k, flat_rows.size))
+        out = np.empty((k, flat_rows.size), np.int64)
+        for r in range(len(lo)):
+            cells = order[bounds[r]:bounds[r + 1]]
+            if cells.size == 0:
+                continue
+            # the smallest j with cdf[j] > u * total: a value of probability 0 is never drawn
+            j = np.searchsorted(cdf[r], u[:, cells] * cdf[r, -1], side="right")
+            out[:, cells] = lo[r] + np.minimum(j, last[r])
+        return out.reshape((k,) + rows.shape)
+
+    return draw
 
 
 def _convolve(parts) -> tuple:

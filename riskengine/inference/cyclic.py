@@ -21,7 +21,7 @@ from kernels.elimination import max_clique_size
 from ..table import default_margins
 from . import _label
 
-__all__ = ["CyclicProblem", "build", "to_posterior"]
+__all__ = ["CyclicProblem", "build", "tables_from_signs", "to_posterior"]
 
 RULES = ("negative", "any_zero")
 
@@ -149,6 +149,22 @@ def point_mass(mech, release, original) -> CyclicProblem:
 
     return _build(mech, np.asarray(release.published).astype(np.int64), release.dims,
                   release.coords, log_weights)
+
+
+def tables_from_signs(P, e: np.ndarray, cycles) -> np.ndarray:
+    """The original tables ``T = P - sum_k e_k C_k`` of sign vectors ``e`` (n, m): int64
+    (n, *P.shape), cycle by cycle over the few cells each cycle touches (a dense product
+    would touch every cell m times per draw)."""
+    P = np.asarray(P, dtype=np.int64)
+    C = np.asarray(cycles, dtype=np.int64).reshape(len(cycles), -1)
+    e = np.asarray(e, dtype=np.int64)
+    n = e.shape[0]
+    out = np.empty((P.size, n), np.int64)        # cell-major: a cycle's cells are rows
+    out[:] = P.reshape(-1, 1)
+    for k in range(C.shape[0]):
+        for c in np.flatnonzero(C[k]):
+            out[c] -= C[k, c] * e[:, k]
+    return np.moveaxis(out.reshape(P.shape + (n,)), -1, 0)
 
 
 def to_posterior(pb: CyclicProblem, res: dict, release, prior, route: str):

@@ -7,6 +7,10 @@ vectors by the small lattice vectors of the cycles, or integer keys deduplicated
 This module drives the kernel: it builds the group arrays, keeps the problem's prepared
 tables between the chunks of branches, and retries with another weight reference when
 the first one under- or overflows.
+
+Whole-table draws (:func:`sample_signs`) reuse the same walk: sampling by subtree
+weights, a block of levels at a time (the masses of the branches that extend each drawn
+prefix, then one choice per draw in proportion to them).
 """
 
 from __future__ import annotations
@@ -17,12 +21,17 @@ from kernels import cyclic_enum
 
 from ..mechanisms._base import Cost, Route
 from . import lattice
-from .cyclic import CyclicProblem, build, to_posterior
+from .cyclic import CyclicProblem, build, tables_from_signs, to_posterior
 
-__all__ = ["MAX_CYCLES", "CyclicEnumerate", "enumerate_signs"]
+__all__ = ["MAX_CYCLES", "CyclicEnumerate", "enumerate_signs", "sample_signs",
+           "sample_tables"]
 
 #: most cycles the enumeration route takes on (3^24 = 2.8e11 sign vectors)
 MAX_CYCLES = 24
+
+#: most branches (rows of forced choices) one walk of the sampler takes: bounds its memory
+#: (rows x m int64) and leaves each branch enough leaves below to amortise its setup
+_SAMPLE_ROWS = 3 ** 11
 
 
 def _kernel_arrays(pb: CyclicProblem):
@@ -60,6 +69,22 @@ class _Prepared:
 _PREPARED = _Prepared()
 
 
+def _weights(pb: CyclicProblem, mx: np.ndarray) -> cyclic_enum.Problem:
+    """The kernel's problem with each group's factors relative to ``mx`` (one per group)."""
+    ok = np.isfinite(pb.logF)
+    with np.errstate(over="ignore"):
+        F = np.where(ok, np.exp(pb.logF - mx[:, None]), 0.0)
+    cyc_ptr, cyc_grp, cyc_coef, fin_ptr, fin_grp = _kernel_arrays(pb)
+    return cyclic_enum.Problem(cyc_ptr, cyc_grp, cyc_coef, pb.pmin, F, ok, pb.K, fin_ptr,
+                               fin_grp, pb.rule, pb.alpha, pb.beta, pb.gamma)
+
+
+def _plain(nrows: int, m: int) -> cyclic_enum.Canon:
+    """No canonical test, no keys: the walk only sums the leaf weights per branch."""
+    return cyclic_enum.Canon(np.zeros((0, m), np.int64), False, np.zeros(0, np.int64), 1,
+                             np.zeros(1, np.int64), np.zeros(nrows, np.int64))
+
+
 def enumerate_signs(pb: CyclicProblem, progress=None, count: bool = True) -> dict:
     """Group pmfs, log evidence, number of valid sign vectors and (``count``) of distinct
     candidate tables, by enumeration."""
@@ -71,7 +96,6 @@ def enumerate_signs(pb: CyclicProblem, progress=None, count: bool = True) -> dic
     refs = [np.where(ok, pb.logF, -np.inf).max(axis=1)]
     if np.all(ok[:, K]):
         refs.append(pb.logF[:, K])
-    cyc_ptr, cyc_grp, cyc_coef, fin_ptr, fin_grp = _kernel_arrays(pb)
     note = ""
     zset = np.zeros((0, m), np.int64)
     key_mode = False
@@ -88,17 +112,11 @@ def enumerate_signs(pb: CyclicProblem, progress=None, count: bool = True) -> dic
     plain = cyclic_enum.Canon(zset, False, np.zeros(0, np.int64), 1, np.zeros(1, np.int64),
                               None)
 
-    def problem(F):
-        return cyclic_enum.Problem(cyc_ptr, cyc_grp, cyc_coef, pb.pmin, F, ok, K, fin_ptr,
-                                   fin_grp, pb.rule, pb.alpha, pb.beta, pb.gamma)
-
     chunk = max(1, nbr // 9)
     for mx in refs:
-        with np.errstate(over="ignore"):
-            F = np.where(ok, np.exp(pb.logF - mx[:, None]), 0.0)
-        kp = problem(F)
+        kp = _weights(pb, mx)
         tab = _PREPARED.get(kp, cyclic_enum.lut_limit(m, False))
-        H = np.zeros_like(F)
+        H = np.zeros_like(kp.F)
         tot = np.zeros(nbr)
         nvalid = np.zeros(nbr, np.int64)
         ncanon = np.zeros(nbr, np.int64)
@@ -138,7 +156,99 @@ def enumerate_signs(pb: CyclicProblem, progress=None, count: bool = True) -> dic
             "vectors, with both references); use route='structured', which works in log space")
     group_pmf = H / total
     return {"group_pmf": group_pmf, "log_evidence": np.log(total) + mx.sum() + pb.const,
-            "n_candidates": n_cand, "n_sign_vectors": n_valid, "note": note}
+            "n_candidates": n_cand, "n_sign_vectors": n_valid, "note": note,
+            "weight_ref": mx}
+
+
+def _branch_masses(pre: np.ndarray, L: int, kp, tab) -> np.ndarray:
+    """Total leaf mass below every prefix of ``pre`` (rows) extended by every choice of the
+    next ``L`` levels: (len(pre), 3^L), extensions in base-3 order (first level most
+    significant).  Walked in pieces of at most :data:`_SAMPLE_ROWS` branches."""
+    D = pre.shape[0]
+    nb = 3 ** L
+    ext = np.array(np.unravel_index(np.arange(nb), (3,) * L), np.int64).T     # (nb, L)
+    out = np.empty(D * nb)
+    per = max(1, _SAMPLE_ROWS // nb)
+    for a in range(0, D, per):
+        part = pre[a:a + per]
+        rows = np.ascontiguousarray(np.concatenate(
+            [np.repeat(part, nb, axis=0), np.tile(ext, (len(part), 1))], axis=1))
+        out[a * nb:(a + len(part)) * nb] = cyclic_enum.walk(
+            rows, kp, _plain(len(rows), kp.cyc_ptr.size - 1), tab)[1]
+    return out.reshape(D, nb)
+
+
+def _pick(cum: np.ndarray, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Per draw i, the smallest j with ``cum[rows[i], j] > u[i]`` (rows of ``cum``
+    nondecreasing), by a vectorised binary search; ``cum.shape[1]`` where there is none."""
+    nb = cum.shape[1]
+    lo = np.zeros(len(rows), np.int64)
+    hi = np.full(len(rows), nb, np.int64)
+    while True:
+        active = lo < hi
+        if not active.any():
+            return lo
+        mid = (lo + hi) // 2
+        above = cum[rows, np.minimum(mid, nb - 1)] > u
+        hi = np.where(active & above, mid, hi)
+        lo = np.where(active & ~above, mid + 1, lo)
+
+
+def sample_signs(pb: CyclicProblem, n: int, rng: np.random.Generator,
+                 weight_ref: np.ndarray, memo: dict | None = None) -> np.ndarray:
+    """``n`` independent draws of the sign vector, (n, m) in -1..1, from the exact posterior
+    over valid sign vectors (weight: the mechanism's path probability times the prior).
+
+    Sampling by subtree weights on the enumeration tree (cycles decided in the walk's
+    order, m-1 first): a block of L levels at a time, the walk gives the mass of every
+    extension of each distinct drawn prefix, and each draw takes one extension with
+    probability proportional to its mass (one uniform per draw and block from ``rng``).
+    The first block starts at the root and costs about one enumeration; the later ones
+    walk below at most n prefixes; ``memo`` (a dict kept between calls on one problem)
+    keeps the first block's masses, so that later calls skip it.  Weights are relative to
+    ``weight_ref`` (the reference under which the enumeration's total neither under- nor
+    overflowed)."""
+    m = pb.m
+    kp = _weights(pb, weight_ref)
+    tab = _PREPARED.get(kp, cyclic_enum.lut_limit(m, False))
+    pre = np.zeros((1, 0), np.int64)          # the distinct prefixes drawn so far
+    at = np.zeros(n, np.int64)                # each draw's prefix
+    while pre.shape[1] < m:
+        D, s = pre.shape
+        L = 1
+        while s + L < m and D * 3 ** (L + 1) <= _SAMPLE_ROWS:
+            L += 1
+        if s == 0 and memo is not None and ("root", L) in memo:
+            mass = memo["root", L]
+        else:
+            mass = _branch_masses(pre, L, kp, tab)
+            if s == 0 and memo is not None:
+                memo["root", L] = mass
+        cum = np.cumsum(mass, axis=1)
+        tot = cum[:, -1]
+        if not np.all((tot[at] > 0) & np.isfinite(tot[at])):
+            raise FloatingPointError(
+                f"the sampler's subtree weights under- or overflowed below {s} levels "
+                f"(mass {tot[at].min()!r}); use route='structured', which works in log space")
+        nb = mass.shape[1]
+        j = _pick(cum, at, rng.random(n) * tot[at])
+        # (cum[j-1] <= u < cum[j]: extension j has mass.)  Rounding can leave u at the
+        # row's total: then the row's last extension with mass
+        last = nb - 1 - np.argmax(mass[:, ::-1] > 0, axis=1)
+        j = np.where(j < nb, j, last[at])
+        key, at = np.unique(at * nb + j, return_inverse=True)    # new distinct prefixes
+        ext = np.array(np.unravel_index(key % nb, (3,) * L), np.int64).T
+        pre = np.concatenate([pre[key // nb], ext], axis=1)
+        at = at.ravel()
+    return 1 - pre[at][:, ::-1]               # choice c at depth d: e_{m-1-d} = 1 - c
+
+
+def sample_tables(pb: CyclicProblem, cycles, n: int, rng: np.random.Generator,
+                  weight_ref: np.ndarray, memo: dict | None = None) -> np.ndarray:
+    """``n`` exact posterior draws of the original table: sign vectors by
+    :func:`sample_signs`, then ``T = P - sum_k e_k C_k``."""
+    e = sample_signs(pb, n, rng, weight_ref, memo)
+    return tables_from_signs(pb.P, e, cycles)
 
 
 class CyclicEnumerate(Route):
@@ -163,8 +273,12 @@ class CyclicEnumerate(Route):
         if pb.empty:
             raise ValueError("no original table is consistent with this release under this "
                              "prior (every candidate has zero prior weight)")
-        return to_posterior(pb, enumerate_signs(pb, progress=progress, count=count), release,
-                            prior, self.name)
+        res = enumerate_signs(pb, progress=progress, count=count)
+        post = to_posterior(pb, res, release, prior, self.name)
+        ref, memo = res["weight_ref"], {}
+        post._sampler = lambda n, rng: sample_tables(pb, release.mechanism.cycles, n, rng, ref,
+                                                     memo)
+        return post
 
     def count(self, release, prior, *, progress=None, memory):
         pb = build(release.mechanism, release, prior)

@@ -17,7 +17,7 @@ from kernels.elimination import CliqueTree, elimination_order
 
 from ..mechanisms._base import Cost, Route
 from . import lattice
-from .cyclic import CyclicProblem, build, to_posterior
+from .cyclic import CyclicProblem, build, tables_from_signs, to_posterior
 from .cyclic_enumerate import enumerate_signs
 
 __all__ = ["MAX_WIDTH", "CyclicStructured", "structured"]
@@ -162,7 +162,7 @@ def sample_tables(pb: CyclicProblem, cycles, n: int, rng) -> np.ndarray:
     tree.calibrate(downward=False)
     draw = tree.sample(n, rng)
     e = np.stack([draw[k] - 1 for k in range(pb.m)], axis=1)           # (n, m) in -1..1
-    return pb.P[None] - np.tensordot(e, cycles, axes=1)
+    return tables_from_signs(pb.P, e, cycles)
 
 
 class CyclicStructured(Route):

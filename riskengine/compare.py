@@ -34,13 +34,19 @@ import xarray as xr
 
 from . import measures as M
 from ._seeding import derived_rng, root_entropy
+from .analyze import analyze
 from .posterior import _prior, posterior
 from .table import Table
 
 __all__ = ["compare"]
 
 _DETAIL = ("expected_exact", "max_prob_mean", "prob_small_mean", "prob_published_mean",
-           "interval_width", "l1", "hellinger", "chi_square_change", "cramers_v_change")
+           "interval_width", "l1", "hellinger", "chi_square_change", "cramers_v_change",
+           "cramers_v_hdi_width", "cramers_v_covered")
+
+#: whole-table draws behind the statistic-based utility (rk.analyze) per release
+ANALYSIS_DRAWS = 1000
+ANALYSIS_LEVEL = 0.94
 
 _DETAIL_DEF = {
     "expected_exact": M.DEFINITIONS["expected_exact"],
@@ -54,6 +60,12 @@ _DETAIL_DEF = {
     "hellinger": M.DEFINITIONS["hellinger"],
     "chi_square_change": M.DEFINITIONS["chi_square_change"] + " (released = user's reading)",
     "cramers_v_change": M.DEFINITIONS["cramers_v_change"] + " (released = user's reading)",
+    "cramers_v_hdi_width": f"width of the user's {round(100 * ANALYSIS_LEVEL)}% HDI of the "
+                           "original table's Cramer's V (rk.analyze, "
+                           f"{ANALYSIS_DRAWS} exact draws); NaN where the route gives no "
+                           "draws",
+    "cramers_v_covered": "1 if that HDI holds the true Cramer's V, else 0 (over draws: "
+                         "the coverage rate)",
 }
 
 RISK_DEF = ("mean over interior cells of the intruder's Pr(cell = true value | release) "
@@ -72,7 +84,20 @@ def _check_mechanisms(mechanisms) -> dict:
     return dict(mechanisms)
 
 
-def _analyse(rel, truth, intruder, user, level):
+def _statistic_utility(rel, upost, truth, rng) -> tuple:
+    """The user's HDI of Cramér's V: (width, covered), NaN where it cannot be drawn."""
+    if truth.ndim < 2 or min(truth.shape) < 2:
+        return float("nan"), float("nan")
+    try:
+        res = analyze(rel, None, "cramers_v", draws=ANALYSIS_DRAWS, rng=rng, truth=truth,
+                      level=ANALYSIS_LEVEL, post=upost)
+    except ValueError:                    # no draws from this route, or over the budget
+        return float("nan"), float("nan")
+    ds = res["cramers_v"]
+    return float(ds["hdi_upper"] - ds["hdi_lower"]), float(bool(ds["covered"]))
+
+
+def _analyse(rel, truth, intruder, user, level, rng):
     ipost = posterior(rel, intruder)
     upost = ipost if user is intruder else posterior(rel, user)
     pe = ipost.prob_exact(truth).values
@@ -87,6 +112,8 @@ def _analyse(rel, truth, intruder, user, level):
         **{k: float(u[k]) for k in ("interval_width", "l1", "hellinger",
                                     "chi_square_change", "cramers_v_change")},
     }
+    det["cramers_v_hdi_width"], det["cramers_v_covered"] = _statistic_utility(
+        rel, upost, truth, rng)
     pub = (np.full(truth.shape, np.nan) if rel.published is None
            else np.asarray(rel.published, dtype=float))
     return {"risk": float(pe.mean()), "utility": float(u["utility"]), "detail": det,
@@ -160,7 +187,8 @@ def compare(table, mechanisms: dict, intruder=None, user=None, draws: int = 20,
             rel = mechanisms[name].protect(table, derived_rng(entropy, d))
             key = json.dumps({k: v for k, v in rel.to_dict().items() if k != "info"})
             if key not in cache:
-                cache[key] = _analyse(rel, truth, intruder, user, level)
+                cache[key] = _analyse(rel, truth, intruder, user, level,
+                                      derived_rng(entropy, d, 1))
             r = cache[key]
             risk[i, d], util[i, d] = r["risk"], r["utility"]
             for k in _DETAIL:

@@ -213,3 +213,26 @@ type = "margins_only"
                        capture_output=True, text=True, check=False)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert r.stderr.startswith("riskengine: error:") and "not valid TOML" in r.stderr
+
+
+def test_statistic_based_utility_is_the_users_hdi_of_cramers_v():
+    """cramers_v_hdi_width / cramers_v_covered: rk.analyze of each release under the user's
+    prior with the draw's own generator (spawn key (d, 1)), recomputed here."""
+    from riskengine._seeding import derived_rng
+    t = rk.Table(np.array([[9, 3, 5], [2, 8, 4], [3, 2, 7]]), dims=("v", "w"))
+    mechs = {"rounding 3": rk.ControlledRounding(3),
+             "cyclic": rk.CyclicPerturbation(rk.cycles.diagonal(3), alpha=0.2, beta=0.2)}
+    user = rk.priors.Poisson(5.0)
+    ds = rk.compare(t, mechs, intruder=rk.priors.Uniform(), user=user, draws=2,
+                    rng=np.random.default_rng(5))
+    entropy = int(ds.attrs["seed_entropy"])
+    for name, mech in mechs.items():
+        for d in range(2):
+            rel = mech.protect(t, derived_rng(entropy, d))
+            res = rk.analyze(rel, user, "cramers_v", draws=1000, rng=derived_rng(entropy, d, 1),
+                             truth=t, level=0.94)["cramers_v"]
+            got = ds.sel(mechanism=name, draw=d)
+            assert float(got["cramers_v_hdi_width"]) == pytest.approx(
+                float(res["hdi_upper"] - res["hdi_lower"]), rel=1e-12)
+            assert float(got["cramers_v_covered"]) == float(bool(res["covered"]))
+    assert "HDI" in ds["cramers_v_hdi_width"].attrs["definition"]

@@ -54,11 +54,12 @@ def _row(coef, const):
     return " ".join(str(int(x)) for x in coef) + f" {int(const)}"
 
 
-def normaliz_input(rel) -> str:
-    """Normaliz input for the candidate tables of a 2-D margins-only or rounding release.
-
-    Variables x[i*c + j]; an inhomogeneous equation ``a x + b = 0`` is written ``a b``,
-    an inhomogeneous inequality ``a x + b >= 0`` likewise."""
+def constraints(rel):
+    """The candidate tables of a 2-D margins-only or rounding release as a lattice-point
+    problem: ``(equations, inequalities)``, lists of ``(a, b)`` meaning ``a x + b = 0`` and
+    ``a x + b >= 0``, over the variables x[i*c + j] (every interior cell).  Margins only:
+    cells >= 0, every row and column total (one of them redundant) an equation.  Controlled
+    rounding: cells >= 0, every cell and every total within base - 1 of its published value."""
     d0, d1 = rel.dims
     R = np.asarray(rel.margins[(d0,)], dtype=np.int64)
     C = np.asarray(rel.margins[(d1,)], dtype=np.int64)
@@ -76,23 +77,31 @@ def normaliz_input(rel) -> str:
     cols = [e([(i, j) for i in range(r)]) for j in range(c)]
     grand = e([(i, j) for i in range(r) for j in range(c)])
     cells = [e([(i, j)]) for i in range(r) for j in range(c)]
-    eqs, ineqs = [], [_row(v, 0) for v in cells]                 # x >= 0
+    eqs, ineqs = [], [(v, 0) for v in cells]                     # x >= 0
     if isinstance(rel.mechanism, rk.MarginsOnly):
-        eqs += [_row(v, -t) for v, t in zip(rows, R)]
-        eqs += [_row(v, -t) for v, t in zip(cols, C)]
+        eqs += [(v, -int(t)) for v, t in zip(rows, R)]
+        eqs += [(v, -int(t)) for v, t in zip(cols, C)]
     elif isinstance(rel.mechanism, rk.ControlledRounding):
         B = rel.mechanism.base
         P = np.asarray(rel.published, dtype=np.int64).ravel()
         pairs = list(zip(cells, P)) + list(zip(rows, R)) + list(zip(cols, C)) + [(grand, N)]
         for v, t in pairs:                                        # |v x - t| <= B - 1
-            ineqs.append(_row(v, -(t - B + 1)))
-            ineqs.append(_row(-v, t + B - 1))
+            ineqs.append((v, -int(t - B + 1)))
+            ineqs.append((-v, int(t + B - 1)))
     else:
-        raise TypeError(f"no Normaliz translation for {rel.mechanism!r}")
-    out = [f"amb_space {nv}"]
+        raise TypeError(f"no lattice-point translation for {rel.mechanism!r}")
+    return eqs, ineqs
+
+
+def normaliz_input(rel) -> str:
+    """Normaliz input for the candidate tables of a 2-D margins-only or rounding release
+    (:func:`constraints`): an inhomogeneous equation ``a x + b = 0`` is written ``a b``,
+    an inhomogeneous inequality ``a x + b >= 0`` likewise."""
+    eqs, ineqs = constraints(rel)
+    out = [f"amb_space {len(ineqs[0][0])}"]
     if eqs:
-        out += [f"inhom_equations {len(eqs)}"] + eqs
-    out += [f"inhom_inequalities {len(ineqs)}"] + ineqs
+        out += [f"inhom_equations {len(eqs)}"] + [_row(a, b) for a, b in eqs]
+    out += [f"inhom_inequalities {len(ineqs)}"] + [_row(a, b) for a, b in ineqs]
     out += ["NumberLatticePoints", ""]
     return "\n".join(out)
 
@@ -115,11 +124,17 @@ def run_normaliz(exe, text, workdir, name, timeout):
     return int(m.group(1)), dt
 
 
-def instances():
+def seed_instances():
+    """Seed 003's margins-only and base-3 rounding examples (counts S.N_TABLES_MARGINS,
+    S.N_TABLES_ROUNDING)."""
     seed_t = rk.Table(S.ORIGINAL_2D, dims=("v", "w"))
     yield "seed 003 margins only (4x4, n=135)", rk.MarginsOnly().protect(seed_t)
     yield "seed 003 rounding base 3 (4x4)", rk.Release(
         S.ROUNDED_2D, mechanism=rk.ControlledRounding(S.ROUNDING_BASE), dims=("v", "w"))
+
+
+def instances():
+    yield from seed_instances()
     for kind, base, mean, n in [("margins only", None, 2, 3), ("margins only", None, 5, 3),
                                 ("margins only", None, 20, 3), ("margins only", None, 1, 4),
                                 ("margins only", None, 2, 4), ("margins only", None, 5, 4),

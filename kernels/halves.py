@@ -13,6 +13,11 @@ tables with that value times the number of half-B tables, and the other way roun
 
 Work is split over the first free column sum in chunks, each with its own histogram
 (summed in a fixed order: the result does not depend on the threads).
+
+:func:`count_limbs` gives the exact number of tables alone: the same walk, each product
+``n_A n_B`` (both below 2^63) split into 21-bit limbs whose nine partial products are
+summed per chunk (at most 2^19 vectors per chunk: no sum reaches 2^63); the caller adds
+the limbs in Python integers.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from numba import prange
 
 from ._jit import njit
 
-__all__ = ["cell_counts"]
+__all__ = ["cell_counts", "count_limbs"]
 
 
 @njit
@@ -177,3 +182,103 @@ def cell_counts(lo, hi, R, C, top, clo, chi, wmax, nchunk):
         out += hist[ch]
         total += totals[ch]
     return out, total
+
+
+@njit
+def _pair_count(p, q, c, lo, hi, R, signs, offs):
+    """Number of two-row half tables (rows p, q) with column sums c: the first row's
+    bounded compositions of its total, by inclusion-exclusion over all m columns
+    (``offs``: scratch of 2^m entries, the excess of each subset of columns)."""
+    m = c.shape[0]
+    tot_a = 0
+    offs[0] = 0
+    for j in range(m):
+        a = max(lo[p, j], c[j] - hi[q, j])
+        b = min(hi[p, j], c[j] - lo[q, j])
+        if b < a:
+            return 0
+        tot_a += a
+        w1 = b - a + 1
+        half = 1 << j
+        for t in range(half):            # subsets with column j: those without, plus j
+            offs[half + t] = offs[t] + w1
+    rest = R[p] - tot_a
+    if rest < 0:
+        return 0
+    k = m - 1
+    total = 0
+    for t in range(offs.shape[0]):
+        if rest - offs[t] >= 0:
+            total += signs[t] * _binom(rest - offs[t] + k, k)
+    return total
+
+
+@njit(parallel=True)
+def count_limbs(lo, hi, R, C, top, clo, chi, nchunk):
+    """Exact count of the tables :func:`cell_counts` walks, as limb sums: returns int64
+    (nchunk, 5) with count = sum over chunks and s of out[ch, s] * 2^(21 s)."""
+    r, m = lo.shape
+    nfree = m - 1
+    size = np.ones(nfree, np.int64)
+    for j in range(nfree):
+        size[j] = chi[j] - clo[j] + 1
+    G = 1
+    for j in range(nfree):
+        G *= size[j]
+    ta = 0
+    for i in range(top):
+        ta += R[i]
+    nmask = 1 << m
+    signs = np.ones(nmask, np.int64)
+    for t in range(nmask):
+        bits = 0
+        x = t
+        while x:
+            bits += x & 1
+            x >>= 1
+        if bits % 2:
+            signs[t] = -1
+    out = np.zeros((nchunk, 5), np.int64)
+    low = (1 << 21) - 1
+    for ch in prange(nchunk):
+        g0 = G * ch // nchunk
+        g1 = G * (ch + 1) // nchunk
+        c = np.zeros(m, np.int64)
+        cb = np.zeros(m, np.int64)
+        offs = np.zeros(nmask, np.int64)
+        for g in range(g0, g1):
+            x = g
+            s = 0
+            for j in range(nfree - 1, -1, -1):
+                c[j] = clo[j] + x % size[j]
+                x //= size[j]
+                s += c[j]
+            c[m - 1] = ta - s
+            if c[m - 1] < clo[m - 1] or c[m - 1] > chi[m - 1]:
+                continue
+            for j in range(m):
+                cb[j] = C[j] - c[j]
+            if top == 1:
+                nA = _single(0, c, lo, hi)
+            else:
+                nA = _pair_count(0, 1, c, lo, hi, R, signs, offs)
+            if nA == 0:
+                continue
+            if r - top == 1:
+                nB = _single(top, cb, lo, hi)
+            else:
+                nB = _pair_count(top, top + 1, cb, lo, hi, R, signs, offs)
+            if nB == 0:
+                continue
+            a0 = nA & low
+            a1 = (nA >> 21) & low
+            a2 = nA >> 42
+            b0 = nB & low
+            b1 = (nB >> 21) & low
+            b2 = nB >> 42
+            out[ch, 0] += a0 * b0
+            out[ch, 1] += a0 * b1 + a1 * b0
+            out[ch, 2] += a0 * b2 + a1 * b1 + a2 * b0
+            out[ch, 3] += a1 * b2 + a2 * b1
+            out[ch, 4] += a2 * b2
+    return out

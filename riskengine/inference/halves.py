@@ -10,14 +10,14 @@ The count is the sum over ``c`` of the product.  Only the support of each cell m
 
 Exact integers: every binomial is checked to fit int64 before it is formed, and the sum of
 products is accumulated in 21-bit limbs (products of limbs below 2^42, summed in chunks of
-2^20) and carried into a Python integer.  Applies to 3 or 4 rows with every total fixed
+2^19 vectors by the Numba kernel ``kernels.halves.count_limbs``) and carried into a Python
+integer.  Applies to 3 or 4 rows with every total fixed
 and contiguous cell windows, when the grid of column-sum vectors is small enough
 (:data:`MAX_GRID`); :func:`count` returns None otherwise.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -31,7 +31,6 @@ __all__ = ["MAX_GRID", "Halves", "count", "grid_size", "marginals"]
 
 #: most column-sum vectors of half A walked (memory: about 60 bytes each, in chunks)
 MAX_GRID = 2e8
-_CHUNK = 1 << 20
 
 
 def _support(lo, lw):
@@ -45,49 +44,6 @@ def _support(lo, lw):
     if np.any(inside & ~fin) or not fin.any(axis=-1).all():
         return None
     return lo + first, lo + last
-
-
-def _compositions(total, lo, hi, k):
-    """Number of integer vectors y with lo <= y <= hi (per column, arrays (..., m)) and
-    sum y = total (...,): inclusion-exclusion over the columns whose upper bound is
-    exceeded; int64, exact when every binomial fits (checked by the caller)."""
-    width = hi - lo                          # y' = y - lo in [0, width]
-    rest = total - lo.sum(axis=-1)
-    ok = np.all(width >= 0, axis=-1) & (rest >= 0)
-    m = lo.shape[-1]
-    out = np.zeros(rest.shape, np.int64)
-    for size in range(m + 1):
-        for S in itertools.combinations(range(m), size):
-            r = rest - (width[..., list(S)] + 1).sum(axis=-1) if S else rest
-            term = _binom(r + m - 1, m - 1)
-            out += term if size % 2 == 0 else -term
-    return np.where(ok, out, 0)
-
-
-def _binom(n, k):
-    """C(n, k) elementwise for int64 n (0 where n < k), k small; exact when k C(n, k) fits
-    int64 (checked by the caller): C(n, i + 1) = C(n, i) (n - i) / (i + 1) exactly."""
-    n = np.asarray(n, dtype=np.int64)
-    ok = n >= k
-    m = np.where(ok, n, k)
-    acc = np.ones(n.shape, np.int64)
-    for i in range(k):
-        acc = acc * (m - i) // (i + 1)
-    return np.where(ok, acc, 0)
-
-
-def _exact_dot(a, b) -> int:
-    """sum(a * b) exactly for nonnegative int64 arrays below 2^63 (21-bit limbs)."""
-    total = 0
-    mask = (1 << 21) - 1
-    for s in range(0, a.size, _CHUNK):
-        x, y = a[s:s + _CHUNK], b[s:s + _CHUNK]
-        xs = [(x >> (21 * i)) & mask for i in range(3)]
-        ys = [(y >> (21 * i)) & mask for i in range(3)]
-        for i in range(3):
-            for j in range(3):
-                total += int((xs[i] * ys[j]).sum()) << (21 * (i + j))
-    return total
 
 
 def _plan(cell_lo, cell_lw, R, C):
@@ -127,39 +83,14 @@ def count(cell_lo, cell_lw, R, C) -> int | None:
     if plan is None:
         return None
     lo, hi, R, C, top, clo, chi, _ = plan
-    r, m = lo.shape
     if R.sum() != C.sum() or np.any(chi < clo):
         return 0
-    a_rows, b_rows = list(range(top)), list(range(top, r))
-    ta = int(R[a_rows].sum())
-    axes = [np.arange(a, b + 1) for a, b in zip(clo[:-1], chi[:-1])]
-    total = 0
-    # walk the first free column in slices (memory), the others as a grid
-    rest_axes = axes[1:]
-    rest = (np.array(np.meshgrid(*rest_axes, indexing="ij")).reshape(len(rest_axes), -1).T
-            if rest_axes else np.zeros((1, 0), np.int64))
-    for c0 in axes[0]:
-        part = np.column_stack([np.full(len(rest), c0), rest]) if len(rest_axes) else \
-            np.full((1, 1), c0)
-        last = ta - part.sum(axis=1)
-        keep = (last >= clo[-1]) & (last <= chi[-1])
-        if not keep.any():
-            continue
-        c = np.column_stack([part[keep], last[keep]])
-        na = _half(c, lo[a_rows], hi[a_rows], R[a_rows], m)
-        nb = _half(C - c, lo[b_rows], hi[b_rows], R[b_rows], m)
-        total += _exact_dot(na, nb)
-    return total
-
-
-def _half(c, lo, hi, R, m):
-    """Number of tables of one half (1 or 2 rows) with column sums ``c`` (rows of c)."""
-    if lo.shape[0] == 1:
-        return np.all((c >= lo[0]) & (c <= hi[0]), axis=1).astype(np.int64) * \
-            (c.sum(axis=1) == R[0])
-    xlo = np.maximum(lo[0], c - hi[1])
-    xhi = np.minimum(hi[0], c - lo[1])
-    return _compositions(np.full(len(c), R[0]), xlo, xhi, m)
+    grid = int(np.prod((chi - clo + 1)[:-1]))
+    # at most 2^19 column-sum vectors per chunk: the kernel's limb sums (three products
+    # below 2^42 per vector in the middle limb) stay below 2^63
+    nchunk = max(64, -(-grid // 2 ** 19))
+    limbs = _k.count_limbs(lo, hi, R, C, top, clo, chi, nchunk)
+    return sum(int(v) << (21 * s) for s, v in enumerate(limbs.sum(axis=0, dtype=object)))
 
 
 def marginals(cell_lo, cell_lw, R, C):

@@ -503,7 +503,9 @@ def run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_sta
     _, _, rsizes, plos, phis, csizes = boxes(row_lo_hi, lo, hi, clo, clo + kw.shape[1] - 1,
                                              derived)
     work = float(_stored(rsizes, plos, phis, csizes, derived).sum()) * max(W, 1)
-    with threads_for(work):
+    # weights beyond the floats' range show in the result (log_z inf or NaN), which the
+    # caller checks and answers by re-anchoring the weights: no warning on the way
+    with threads_for(work), np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         return _run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived,
                     col_start_sums, limbs, posterior, max_states)
 
@@ -758,7 +760,8 @@ def sample(init, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums
     _, _, rsizes, plos, phis, csizes = boxes(row_lo_hi, lo, hi, clo, clo + kw.shape[1] - 1,
                                              derived)
     work = float(_stored(rsizes, plos, phis, csizes, derived).sum()) * max(W, 1)
-    with threads_for(max(work, float(n) * len(plos) * max(W, 1))):
+    with threads_for(max(work, float(n) * len(plos) * max(W, 1))), \
+            np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # as in run()
         return _sample(init, row_lo_hi, lo, cw, cind, clo, kw, kind, derived,
                        col_start_sums, int(n), rng, max_states)
 

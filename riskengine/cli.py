@@ -98,7 +98,9 @@ def _risk_report(post, rel, truth, level: float) -> str:
     out.append("")
     out.append(f"mechanism: {rel.mechanism.describe()}")
     out.append(f"prior: {post.attrs.get('prior')}    route: {post.attrs.get('route')}")
-    out.append(f"candidate original tables: {_count_text(post.n_candidates)}")
+    out.append("candidate original tables: " + (
+        _count_text(post.n_candidates) if post.n_candidates is not None
+        else post.attrs.get("n_candidates_note", "unknown")))
     out.append(f"log evidence: {post.log_evidence:.6f}")
     if truth is not None:
         pe = post.prob_exact(truth).values

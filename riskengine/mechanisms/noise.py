@@ -12,10 +12,14 @@ values possible).
 
 Likelihood (exact): the product over published cells and totals of Pr(noise = published -
 original).  The noise has unbounded support, so every nonnegative table is a candidate
-(``n_candidates`` is None, with a note); the routes work on windows that hold all but a
-relative 1e-17 of each entry's likelihood, and are widened until the posterior's mass at
-every window's edge is negligible (a prior far from the published values needs wider
-windows).
+(``n_candidates`` is None, with a note; counting raises).  The routes (the table DP for
+2-D tables with every total, the 3-D enumerator, the line route of 1-D tables and of
+tables without totals) work on windows around each entry's most likely original: first
+narrow ones (all but a relative 1e-10 of the entry's likelihood: a cell tied to its totals
+has a posterior that falls faster than its own likelihood), then, entry by entry and side
+by side wherever the posterior keeps more than 1e-15 of its mass at a cut edge, the full
+window (a relative 1e-17) and doublings of it up to 16 times (a prior far from the
+published values needs them); past that the route refuses.
 
 Examples
 --------
@@ -41,12 +45,22 @@ from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import count_table
 from ._base import Mechanism, register
+from .random_rounding import Line
 
 __all__ = ["NoisyCounts"]
 
 DISTRIBUTIONS = ("geometric", "discrete_gaussian")
-#: relative likelihood left outside an entry's window
+#: relative likelihood left outside an entry's full window
 _TAIL = 1e-17
+#: relative likelihood left outside the first, narrower windows (the posterior of a cell
+#: tied to its totals decays faster than its own likelihood: most releases stop there)
+_START_TAIL = 1e-10
+#: posterior mass at a cut window edge below which the windows hold the posterior
+_EDGE = 1e-15
+#: the widest window, in full windows (``_TAIL``)
+_WIDEST = 16
+#: log-likelihood drop from one original to the next beyond which the noise is frozen
+_FROZEN = 700.0
 _INFINITE = ("every nonnegative table has positive likelihood under unbounded noise: "
              "infinitely many candidates")
 
@@ -56,41 +70,59 @@ class _Noise:
 
     def __init__(self, distribution: str, scale: float):
         self.distribution, self.scale = distribution, scale
+        # log q directly: q = exp(-1 / scale) underflows to 0 for scales below 1/745
+        self.log_q = -1.0 / scale
+        self.q = math.exp(self.log_q)
+        #: a noise of +-1 is below e^-700 times as likely as 0 (geometric scale < 1/700,
+        #: discrete Gaussian sigma < 0.0267): no float weight holds the likelihood of any
+        #: original but the most likely one, and its windows hold that one alone
+        step = self.log_q if distribution == "geometric" else -0.5 / scale ** 2
+        self.frozen = step < -_FROZEN
         if distribution == "geometric":
-            self.q = math.exp(-1.0 / scale)
-            self.half = math.ceil(math.log(_TAIL * (1 - self.q)) / math.log(self.q)) + 1
+            self.log_c = math.log1p(-self.q) - math.log1p(self.q)
         else:
-            self.half = math.ceil(scale * math.sqrt(-2.0 * math.log(_TAIL))) + 1
-            k = np.arange(-self.half - 10 * int(scale) - 10, self.half + 10 * int(scale) + 11)
-            self.support = k
+            K = self.reach(1e-40)
+            k = np.arange(-K, K + 1)
             lw = -k.astype(float) ** 2 / (2 * scale ** 2)
-            self.log_norm = float(np.log(np.exp(lw - lw.max()).sum()) + lw.max())
-            cdf = np.cumsum(np.exp(lw - self.log_norm))
+            self.log_c = -float(np.log(np.exp(lw - lw.max()).sum()) + lw.max())
+            self.support = k
+            cdf = np.cumsum(np.exp(lw + self.log_c))
             self.cdf = cdf / cdf[-1]
+        self.half = self.reach(_TAIL)
+
+    def reach(self, tail: float) -> int:
+        """Distance from the mode at which the pmf has fallen below ``tail`` times its
+        largest value (and the mass beyond is below ``tail``); 0 for a frozen noise."""
+        if self.frozen:
+            return 0
+        if self.distribution == "geometric":
+            return math.ceil(math.log(tail * (1 - self.q)) / self.log_q) + 1
+        return math.ceil(self.scale * math.sqrt(-2.0 * math.log(tail))) + 1
 
     def logpmf(self, k):
         k = np.asarray(k, dtype=float)
         if self.distribution == "geometric":
-            return math.log((1 - self.q) / (1 + self.q)) + np.abs(k) * math.log(self.q)
-        return -k ** 2 / (2 * self.scale ** 2) - self.log_norm
+            return self.log_c + np.abs(k) * self.log_q
+        return -k ** 2 / (2 * self.scale ** 2) + self.log_c
 
     def log_lower_tail(self, k):
         """log Pr(noise <= k)."""
-        k = np.asarray(k, dtype=float)
+        k = np.asarray(k, dtype=np.int64)
         if self.distribution == "geometric":
-            lq = math.log(self.q)
+            lq = self.log_q
             # k <= 0: q^|k| / (1 + q); k > 0: 1 - q^(k+1) / (1 + q)
             with np.errstate(over="ignore"):
                 pos = np.log1p(-np.exp((np.maximum(k, 0) + 1) * lq) / (1 + self.q))
             return np.where(k <= 0, np.abs(k) * lq - math.log1p(self.q), pos)
-        # discrete Gaussian: sum of the pmf up to k (log-sum-exp over the support)
-        out = np.empty(k.shape)
-        for idx, kk in np.ndenumerate(k):
-            j = np.arange(min(kk, -self.half) - 10, kk + 1)
-            lp = self.logpmf(j)
-            m = lp.max()
-            out[idx] = m + math.log(np.exp(lp - m).sum())
-        return out
+        # discrete Gaussian: log Pr(|noise| >= m) / 2-sided by symmetry, summed from the far
+        # end (log-sum-exp accumulated backwards: exact to the last bit at any depth)
+        m_max = int(np.abs(k).max(initial=0)) + 2
+        m = np.arange(m_max + self.half + 2)
+        upper = np.logaddexp.accumulate(self.logpmf(m)[::-1])[::-1]   # log Pr(noise >= m)
+        neg = upper[np.minimum(np.abs(k), m.size - 1)]                # k <= 0: Pr(noise >= -k)
+        with np.errstate(divide="ignore"):
+            pos = np.log1p(-np.exp(upper[np.minimum(np.maximum(k, 0) + 1, m.size - 1)]))
+        return np.where(k <= 0, neg, pos)
 
     def sample(self, shape, rng):
         if self.distribution == "geometric":
@@ -101,56 +133,125 @@ class _Noise:
                                                                           len(self.support) - 1)]
 
 
-def entry_windows(release, widen: int = 1) -> win.EntryWindows:
-    """Every published cell and total: the originals whose likelihood is within a relative
-    ``_TAIL`` of the largest (times ``widen``), with the exact log-likelihood."""
+def _blocks(release):
+    return [(release.dims, release.published), *release.margins.items()]
+
+
+def entry_windows(release, reach: dict | None = None) -> win.EntryWindows:
+    """Every published cell and total: its most likely original ``c = max(published, 0)``
+    and the originals from ``c - down`` (cut at 0) to ``c + up`` with their exact
+    log-likelihood.  ``reach``: ``{block: (down, up)}`` (arrays of the block's shape);
+    default: the full window (all but a relative ``_TAIL`` of each entry's likelihood)
+    on both sides."""
     mech = release.mechanism
     noise = _Noise(mech.distribution, mech.scale)
-    K = noise.half * widen
     lo, lw = {}, {}
-    for keep, val in [(release.dims, release.published), *release.margins.items()]:
+    for keep, val in _blocks(release):
         y = np.asarray(val, dtype=np.int64)
-        first = np.maximum(y - K, 0)
-        x = first[..., None] + np.arange(2 * K + 1 + (K if mech.clip else 0))
+        down, up = (noise.half, noise.half) if reach is None else reach[keep]
+        down, up = np.broadcast_to(down, y.shape), np.broadcast_to(up, y.shape)
+        c = np.maximum(y, 0)
+        first = np.maximum(c - down, 0)
+        last = c + up
+        W = int((last - first).max(initial=0)) + 1
+        x = first[..., None] + np.arange(W)
+        inside = x <= last[..., None]
         ll = noise.logpmf(y[..., None] - x)
-        if mech.clip:                      # a published 0 is the lower tail
-            ll = np.where(y[..., None] == 0, noise.log_lower_tail(-x), ll)
-        lo[keep], lw[keep] = first, ll
+        zero = y == 0
+        if mech.clip and zero.any():       # a published 0 is the noise's lower tail
+            ll = np.where(zero[..., None], noise.log_lower_tail(np.where(zero[..., None],
+                                                                         -x, 0)), ll)
+        lo[keep], lw[keep] = first, np.where(inside, ll, -np.inf)
     return win.EntryWindows(release.dims, release.shape, lo, lw)
 
 
-def _edge_mass(post, ew: win.EntryWindows) -> float:
-    """Largest posterior mass at a cut end of a noise window (its last value, and its
-    first when that is above 0): the windows the posterior was computed on
-    (``ew``), not the posterior's own support, which a prior may narrow."""
-    edge = 0.0
+def _edges(post, release, ew: win.EntryWindows) -> dict:
+    """Per block, the posterior mass at the low end of each entry's window (0 where the
+    window starts at 0: nothing is cut there) and at its high end: the windows the
+    posterior was computed on (``ew``), not its own support, which a prior may narrow."""
+    out = {}
     for keep, lo in ew.lo.items():
         p = post if keep == tuple(post.dims) else post.totals.get(keep)
         if p is None:
             continue
-        hi = lo + ew.lw[keep].shape[-1] - 1
-        edge = max(edge, float(np.max(p._prob_at(hi), initial=0.0)),
-                   float(np.max(np.where(lo > 0, p._prob_at(lo), 0.0), initial=0.0)))
-    return edge
+        fin = np.isfinite(ew.lw[keep])
+        hi = lo + fin.shape[-1] - 1 - np.argmax(fin[..., ::-1], axis=-1)
+        out[keep] = (np.where(lo > 0, p._prob_at(lo), 0.0), p._prob_at(hi))
+    return out
 
 
 class _Widening:
-    """Routes over noise windows: run, and widen the windows until the posterior mass at
-    every window's cut edge is negligible."""
+    """Routes over noise windows: run on narrow windows, and widen, entry by entry and
+    side by side, every window whose cut edge holds more than ``_EDGE`` of the posterior
+    (to the full window first, then doubling it), until none does.  The result attrs say
+    how far the widest window reached (``attrs["noise_window"]``: in values on each side of
+    the most likely original)."""
 
     _base: type = None
 
     def run(self, release, prior, *, count=True, progress=None, memory):
-        for widen in (1, 2, 4, 8, 16):
-            route = self._base(lambda rel, w=widen: entry_windows(rel, w))
-            post = route.run(release, prior, count=False, progress=progress, memory=memory)
-            edge = _edge_mass(post, entry_windows(release, widen))
-            if edge < 1e-15:
+        mech = release.mechanism
+        noise = _Noise(mech.distribution, mech.scale)
+        full, start = noise.half, min(noise.reach(_START_TAIL), noise.half)
+        widest = _WIDEST * full
+        reach = {k: (np.full(np.shape(v), start), np.full(np.shape(v), start))
+                 for k, v in _blocks(release)}
+
+        def wider(r):
+            return np.where(r < full, full, np.minimum(2 * r, widest))
+
+        while True:
+            ew = entry_windows(release, reach)
+            route = self._base(lambda rel, ew=ew: ew)
+            try:
+                post = route.run(release, prior, count=False, progress=progress,
+                                 memory=memory)
+            except ValueError as e:
+                # no table in the windows has positive weight (the prior's knowledge lies
+                # outside them: a known cell far from its published value): widen every
+                # window, up to the widest
+                if noise.frozen or not str(e).startswith("no original table"):
+                    raise
+                if all((r >= widest).all() for rs in reach.values() for r in rs):
+                    raise ValueError(
+                        f"no original table within {_WIDEST} times the noise's width ({widest} "
+                        "values) of the published values has a weight that floats hold under "
+                        "this prior (every nonnegative table has positive likelihood under "
+                        "unbounded noise: the prior's knowledge lies farther from the "
+                        "published values, or rules out every table)") from None
+                reach = {k: (wider(a), wider(b)) for k, (a, b) in reach.items()}
+                continue
+            grown, worst = False, (0.0, None)
+            for keep, masses in ({} if noise.frozen else _edges(post, release, ew)).items():
+                for side, mass in enumerate(masses):
+                    r = reach[keep][side]
+                    cut = mass > _EDGE
+                    if not cut.any():
+                        continue
+                    if (r[cut] >= widest).any():
+                        at = tuple(int(i) for i in np.argwhere(cut & (r >= widest))[0])
+                        worst = max(worst, (float(np.max(mass[cut & (r >= widest)])),
+                                            (keep, at, "low" if side == 0 else "high")),
+                                    key=lambda w: w[0])
+                        continue
+                    r = r.copy()
+                    r[cut] = wider(r[cut])
+                    reach[keep] = ((r, reach[keep][1]) if side == 0 else (reach[keep][0], r))
+                    grown = True
+            if worst[1] is not None:
+                keep, at, side = worst[1]
+                what = "cell" if keep == tuple(release.dims) else f"total {keep}"
+                raise FloatingPointError(
+                    f"the posterior keeps {worst[0]:.3g} of its mass at the {side} edge of the "
+                    f"window of {what} {at}, {_WIDEST} times the noise's width ({widest} "
+                    f"values from the published value): the prior puts its mass far from "
+                    f"the published values")
+            if not grown:
+                post.n_candidates = None           # the windows' tables are not all of them
                 post.attrs["n_candidates_note"] = _INFINITE
+                post.attrs["noise_window"] = int(max(max(int(r.max(initial=0)) for r in rs)
+                                                     for rs in reach.values()))
                 return post
-        raise FloatingPointError(f"the posterior keeps {edge:.3g} of its mass at the edge of "
-                                 "windows 16 times the noise's width: the prior puts its "
-                                 "mass far from the published values")
 
     def count(self, release, prior, *, progress=None, memory):
         raise ValueError(_INFINITE)
@@ -162,6 +263,10 @@ class _NoiseDP(_Widening, TableDP):
 
 class _Noise3D(_Widening, Enumerate3D):
     _base = Enumerate3D
+
+
+class _NoiseLine(_Widening, Line):
+    _base = Line
 
 
 @register
@@ -182,12 +287,13 @@ class NoisyCounts(Mechanism):
     additive = False
     published_signed = True     # raw noisy measurements can be negative
     aliases = ("noise",)
-    routes = (_NoiseDP(entry_windows), _Noise3D(entry_windows))
+    routes = (_NoiseDP(entry_windows), _Noise3D(entry_windows), _NoiseLine(entry_windows))
 
     def __init__(self, distribution: str = "geometric", scale: float = 1.0, clip: bool = False):
         self.distribution = V.choice(distribution, "distribution", DISTRIBUTIONS)
-        if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or \
-                not (math.isfinite(float(scale)) and float(scale) > 0):
+        if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+            raise TypeError(f"scale must be a number, got scale={scale!r}")
+        if not (math.isfinite(float(scale)) and float(scale) > 0):
             raise ValueError(f"scale must be a finite number > 0, got scale={scale!r}")
         self.scale = float(scale)
         if not isinstance(clip, bool):
@@ -213,7 +319,16 @@ class NoisyCounts(Mechanism):
                        coords=table.coords, kind="count")
 
     def validate_release(self, release) -> None:
-        if release.published is None:
-            raise ValueError("a noisy-counts release publishes the noisy table")
+        if release.kind != "count" or release.published is None:
+            raise ValueError("a noisy-counts release publishes the noisy count table")
+        if np.isnan(np.asarray(release.published, dtype=float)).any():
+            raise ValueError("a noisy-counts release has no suppressed (NaN) cells")
+        if self.clip:
+            for name, arr in _blocks(release):
+                a = np.atleast_1d(np.asarray(arr))
+                if (a < 0).any():
+                    what = "published" if name == release.dims else f"margin {name}"
+                    raise ValueError(f"{what} value {int(a[a < 0][0])} is negative, but "
+                                     "clipped noisy counts are never below 0 (clip=True)")
         if release.groups:
             raise ValueError("noisy-counts releases with subtotals are not supported")

@@ -8,7 +8,10 @@ not sums of the rounded cells: the table does not add up.
 Likelihood (exact, DESIGN.md): the product over the published cells and totals of those
 probabilities.  Every entry is a window of 2B - 1 original values around its published
 multiple with that log-probability; routes: the table DP (2-D with every total), the
-3-D enumerator (every 2-way margin), and independent cells when no total is published.
+3-D enumerator (every 2-way margin), and the line route (:class:`Line`: 1-D tables, with
+or without their total, by a chain over the running sum; tables of any shape that publish
+no total, whose cells are then independent).  The line route serves the noisy counts of
+:mod:`.noise` too.
 
 Examples
 --------
@@ -26,11 +29,10 @@ import numpy as np
 from .. import _validate as V
 from ..inference import _label
 from ..inference import windows as win
-from ..inference.cells import CellWindows, IndependentCells
 from ..inference.enumerate_3d import Enumerate3D
 from ..inference.table_dp import TableDP
 from ..release import Release
-from ..table import count_table
+from ..table import count_table, default_margins
 from ._base import Cost, Mechanism, Route, register
 from .rounding import log_round_prob
 
@@ -53,23 +55,6 @@ def entry_windows(release) -> win.EntryWindows:
     for keep, val in [(release.dims, release.published), *release.margins.items()]:
         lo[keep], lw[keep] = win.around(val, B, lambda v, p: log_round_prob(v, p, B))
     return win.EntryWindows(release.dims, release.shape, lo, lw)
-
-
-def cell_windows(release) -> CellWindows:
-    """Cells alone (no total published): independent, each on its window."""
-    ew = entry_windows(release)
-    lo, lw = ew.interior
-    return CellWindows(lo.ravel(), lw.reshape(lo.size, -1), np.arange(lo.size).reshape(lo.shape))
-
-
-class _CellsWithoutTotals(IndependentCells):
-    """Independent cells, for releases that publish no total (then the cells are
-    independent under a per-cell prior)."""
-
-    def applies(self, release, prior):
-        if release.margins:
-            return "the cells are tied by the published totals (use the table routes)"
-        return super().applies(release, prior)
 
 
 # --- 1-D tables: a chain over the running sum of the cells -----------------------------
@@ -180,11 +165,51 @@ def count_chain(lo, lw, tlo=None, tlw=None) -> int:
     return int(sum(c[ok]))
 
 
+def _independent(lo, lw):
+    """Marginals, log evidence, exact count and a sampler of independent cells (log-weight
+    windows ``lo`` (shape), ``lw`` (shape + W))."""
+    fin = np.isfinite(lw)
+    logz = _logsumexp(lw, axis=-1)
+    with np.errstate(under="ignore"):
+        probs = np.exp(lw - logz[..., None])
+    n = 1
+    for v, m in zip(*np.unique(fin.sum(axis=-1), return_counts=True)):
+        n *= pow(int(v), int(m))
+
+    def draw(k, rng):
+        cdf = np.cumsum(probs, axis=-1)
+        u = rng.random((k,) + lo.shape + (1,)) * cdf[..., -1:]
+        return lo + np.minimum((cdf[None] < u).sum(axis=-1), lw.shape[-1] - 1)
+
+    return probs, float(logz.sum()), n, draw
+
+
+def _sum_of(lo, probs, dims, keep):
+    """Windows of the totals keeping ``keep`` when the cells are independent: the pmf of
+    each sum (a chain without a factor)."""
+    axes = [i for i, d in enumerate(dims) if d not in keep]
+    kept = [i for i, d in enumerate(dims) if d in keep]
+    lo_t = np.transpose(lo, kept + axes)
+    with np.errstate(divide="ignore"):
+        lw_t = np.log(np.transpose(probs, kept + axes + [len(dims)]))
+    kshape = lo_t.shape[:len(kept)]
+    out = []
+    for idx in np.ndindex(*kshape):
+        ch = _Chain(lo_t[idx].ravel(), lw_t[idx].reshape(-1, probs.shape[-1]))
+        out.append((ch.total_lo, ch.total))
+    W = max(p.size for _, p in out)
+    start = np.array([s for s, _ in out], dtype=np.int64).reshape(kshape)
+    pm = np.array([np.pad(p, (0, W - p.size)) for _, p in out]).reshape(kshape + (W,))
+    return start, pm
+
+
 class Line(Route):
-    """Exact route for 1-D tables with or without their grand total: the cells are
-    independent given their windows, tied only by the total's factor, so a chain over the
-    running sum gives every marginal (forward-backward in log space), the total's
-    posterior, exact draws and the exact count.
+    """Exact route for 1-D tables with or without their grand total, and for tables of any
+    shape that publish no total.  With a total, the cells are independent given their
+    windows and tied only by the total's factor: a chain over the running sum gives every
+    marginal (forward-backward in log space), the total's posterior, exact draws and the
+    exact count.  Without one, the cells are independent (the totals' posteriors are the
+    sums', computed when asked for).
 
     ``windows(release) -> EntryWindows`` describes the mechanism (without the prior).
     """
@@ -198,10 +223,11 @@ class Line(Route):
         if release.kind != "count":
             return ("the exact routes walk integer tables and need a count release; this "
                     "release holds magnitudes")
-        if len(release.dims) != 1:
-            return f"the line route covers 1-D tables; this release has dims {release.dims}"
         if release.groups:
             return "the line route does not use published subtotals"
+        if len(release.dims) != 1 and release.margins:
+            return (f"the line route covers 1-D tables and tables without published totals; "
+                    f"this release has dims {release.dims} and totals {list(release.margins)}")
         return None
 
     def _parts(self, release, prior):
@@ -216,17 +242,30 @@ class Line(Route):
         ew = self._windows(release)
         lo, lw = ew.interior
         n, W = lo.size, lw.shape[-1]
+        if not release.margins:
+            return Cost(float(8 * 4 * n * W), f"{n} cells x {W} window values")
         S = n * W
-        return Cost(float(8 * (n * 2 * S + 3 * S * W)),
+        return Cost(float(8 * (2 * n * S + 3 * S * W)),
                     f"{n} cells x {S} running sums x {W} window values")
 
     def run(self, release, prior, *, count=True, progress=None, memory):
         parts = self._parts(release, prior)
-        ch = None if parts is None else _Chain(parts[1], parts[2], *parts[3])
-        if ch is None or not np.isfinite(ch.log_z):
-            raise ValueError(f"no original table is consistent with this "
+        nothing = ValueError(f"no original table is consistent with this "
                              f"{release.mechanism.name} release under this prior")
+        if parts is None:
+            raise nothing
         ew, lo, lw, (tlo, tlw) = parts
+        if tlo is None:                       # no total: independent cells
+            probs, log_z, n, draw = _independent(lo, lw)
+            totals = {keep: (lambda keep=keep: _sum_of(lo, probs, release.dims, keep))
+                      for keep in default_margins(release.dims)}
+            return _label.label(release, prior, route=self.name, start=lo, probs=probs,
+                                log_evidence=log_z + ew.shift,
+                                n_candidates=n if count else None, totals=lambda: totals,
+                                approximation=ew.approximation, sampler=draw)
+        ch = _Chain(lo, lw, tlo, tlw)
+        if not np.isfinite(ch.log_z):
+            raise nothing
         n = count_chain(lo, lw, tlo, tlw) if count else None
         return _label.label(release, prior, route=self.name, start=lo,
                             probs=ch.marginals().reshape(lw.shape),
@@ -237,7 +276,12 @@ class Line(Route):
 
     def count(self, release, prior, *, progress=None, memory):
         parts = self._parts(release, prior)
-        return 0 if parts is None else count_chain(parts[1], parts[2], *parts[3])
+        if parts is None:
+            return 0
+        _, lo, lw, (tlo, tlw) = parts
+        if tlo is None:
+            return _independent(lo, lw)[2]
+        return count_chain(lo, lw, tlo, tlw)
 
 
 @register
@@ -252,10 +296,11 @@ class RandomRounding(Mechanism):
     name = "random_rounding"
     additive = False            # rounded totals are not the sums of the rounded cells
     aliases = ("randomrounding",)
-    routes = (TableDP(entry_windows), Enumerate3D(entry_windows), Line(entry_windows),
-              _CellsWithoutTotals(cell_windows))
+    routes = (TableDP(entry_windows), Enumerate3D(entry_windows), Line(entry_windows))
 
     def __init__(self, base: int):
+        if isinstance(base, bool):
+            raise TypeError(f"base must be an integer, got base={base!r}")
         self.base = V.integer(base, "base", 2)
 
     def _params(self) -> dict:

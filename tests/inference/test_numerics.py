@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import riskengine as rk
+from tests.reference import noise as noise_ref
 from tests.reference import numerics as ref
 
 N_CASES = int(os.environ.get("RISKENGINE_NUMERICS_CASES", "500"))
@@ -254,3 +255,105 @@ def test_resampling_cells(kind):
             got = _probs(post, idx, pmf)
             assert np.max(np.abs(got - np.array(list(pmf.values())))) <= TOL, (note, idx)
             assert abs(got.sum() - 1) <= 1e-9, (note, idx)
+
+
+@pytest.mark.parametrize("part", range(4))
+def test_random_rounding(part):
+    """Random (unrestricted) rounding: every cell and total rounded on its own, so the
+    candidates are the tables in the cells' windows whose totals are each within B - 1 of
+    their own published multiple (no additivity between them)."""
+    for rng in _cases(600 + part)[: N_CASES // 4]:
+        shape = [(2, 2), (1, 2), (2, 1), (2, 3)][int(rng.integers(0, 4))]
+        B = int(rng.integers(2, 4) if shape == (2, 3) else rng.integers(2, 11))
+        T0 = _table(rng, shape, _scale(rng))
+        rel = rk.RandomRounding(B).protect(rk.Table(T0, dims=("v", "w")), rng)
+        P = rel.published
+        cand = ref.tables_in_windows(np.maximum(P - (B - 1), 0), P + (B - 1))
+        R, C, N = ref.all_totals_2d(cand)
+        pr, pc, pn = rel.margins[("v",)], rel.margins[("w",)], rel.margins[()]
+        prior, spec = random_prior(rng, T0)
+        logw = (ref.log_prior(spec, cand)
+                + ref.round_log_prob(cand, P, B).reshape(len(cand), -1).sum(1)
+                + ref.round_log_prob(R, pr, B).sum(1) + ref.round_log_prob(C, pc, B).sum(1)
+                + ref.round_log_prob(N, pn, B))
+        check(rel, prior, cand, logw, f"random rounding B={B} {T0.tolist()} {spec}")
+
+
+def _noise_box(rng, rel, T0, noise, reach):
+    """A prior from :func:`random_prior` whose posterior the brute force can hold, and the
+    box: each cell from its published value (the likelihood's mode) to the mode of its
+    prior x own likelihood, widened by the noise's reach on both sides.  Priors that pull a
+    cell further than ``reach`` from its published value are drawn again (the route widens
+    its windows up to 16 noise widths; tests/mechanisms/test_noise.py checks that)."""
+    P = rel.published
+    c = np.maximum(P, 0)
+    for _ in range(50):
+        prior, spec = random_prior(rng, T0)
+        lo, hi = np.maximum(c - reach, 0), c + reach
+        far = False
+        for idx in np.ndindex(*P.shape):
+            xs = np.arange(0, int(c[idx]) + 3 * reach + 1)
+            lw = ref.cell_log_prior(spec, idx, xs) + np.array(
+                [noise.loglik(int(x), int(P[idx])) for x in xs])
+            if not np.isfinite(lw).any():
+                break
+            mode = int(xs[np.argmax(lw)])
+            far |= abs(mode - int(c[idx])) > reach
+            lo[idx] = max(min(lo[idx], mode - reach), 0)
+            hi[idx] = max(hi[idx], mode + reach)
+        else:
+            if not far:
+                return prior, spec, lo, hi
+    pytest.fail("no prior near the published values in 50 draws")
+
+
+@pytest.mark.parametrize("part", range(4))
+def test_noisy_counts(part):
+    """Noisy counts on 1 x 2 and 2 x 1 tables (cell means 1 to 1e5): every prior kind, both
+    distributions, clipped or not; the brute force enumerates the box around the
+    published values and the prior's pull (log-space weights from the definitions)."""
+    for i, rng in enumerate(_cases(700 + part)[: N_CASES // 4]):
+        shape = [(1, 2), (2, 1)][i % 2]
+        dist = str(rng.choice(["geometric", "discrete_gaussian"]))
+        scale = float(rng.uniform(0.3, 3.0))
+        T0 = _table(rng, shape, _scale(rng))
+        mech = rk.NoisyCounts(dist, scale, clip=bool(rng.random() < 0.5))
+        rel = mech.protect(rk.Table(T0, dims=("v", "w")), rng)
+        noise = noise_ref.Noise(dist, scale, mech.clip)
+        reach = noise.reach(1e-17)
+        prior, spec, lo, hi = _noise_box(rng, rel, T0, noise, reach)
+        for cell, k in spec.get("at_least", ()):
+            lo[cell] = max(lo[cell], k)
+            hi[cell] = max(hi[cell], lo[cell])
+        for cell, v in spec.get("known", ()):
+            lo[cell] = hi[cell] = v
+        note = f"{mech} {T0.tolist()} -> {rel.published.tolist()} {spec}"
+        # every table of the box, weighed by this family's prior (NegativeBinomial and
+        # Historical too) and the noise's likelihood from its definition
+        cand = noise_ref.tables_in_box(lo, hi)
+        logw = ref.log_prior(spec, cand)
+        for idx in np.ndindex(*shape):
+            logw = logw + _loglik_column(noise, rel.published[idx], cand[(slice(None), *idx)])
+        for keep, val in rel.margins.items():
+            axes = tuple(1 + j for j, d in enumerate(("v", "w")) if d not in keep)
+            S = cand.sum(axis=axes)
+            val = np.asarray(val)
+            for idx in np.ndindex(*val.shape):
+                logw = logw + _loglik_column(noise, val[idx], S[(slice(None), *idx)])
+        cells, logz, _ = ref.cell_posteriors(cand, logw)
+        post = rk.posterior(rel, prior)
+        assert post.n_candidates is None and "infinitely many" in \
+            post.attrs["n_candidates_note"], note
+        assert np.all(np.isfinite(post.probs)), note
+        assert post.log_evidence == pytest.approx(logz, rel=1e-8, abs=1e-8), note
+        for idx, pmf in cells.items():
+            got = _probs(post, idx, pmf)
+            assert np.max(np.abs(got - np.array(list(pmf.values())))) <= TOL, (note, idx)
+            assert abs(got.sum() - 1.0) <= 1e-9, (note, idx, "mass outside the box")
+
+
+def _loglik_column(noise, y, values) -> np.ndarray:
+    """log Pr(y | x) of the reference noise for every x in ``values``."""
+    xs = np.unique(values)
+    ll = np.array([noise.loglik(int(x), int(y)) for x in xs])
+    return ll[np.searchsorted(xs, values)]

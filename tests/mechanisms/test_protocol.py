@@ -51,6 +51,7 @@ CASES = {
     # wide at scale 1, a 3 x 3 table's exact DP would need tens of GB
     "noisy_counts": lambda rng: (rk.NoisyCounts("geometric", scale=1.0, clip=True),
                                  _t2(rng, (2, 3)), {}),
+    "cell_key": lambda rng: (rk.CellKey(D=2, V=1.0), _t2(rng, (2, 3)), {}),
 }
 
 

@@ -25,6 +25,7 @@ import riskengine as rk
 from riskengine.cli import main
 from riskengine.mechanisms import mechanism_from_dict
 from tests.reference import noise as ref
+from tests.reference.priors import random_prior
 
 ALPHA = 1e-3          # false-alarm rate of each goodness-of-fit test
 
@@ -113,34 +114,6 @@ def test_protect_keeps_labels_and_leaves_the_input_alone():
 # --- the posterior against the brute force ------------------------------------------------------
 
 
-def _prior(rng, shape, P):
-    """A random prior and its spec for the reference: Uniform, Flat, Poisson (one rate or
-    one per cell), with knowledge (a cell at least k, a known cell) now and then."""
-    kind = rng.choice(["uniform", "flat", "poisson", "poisson_cells"])
-    if kind == "uniform":
-        prior, spec = rk.priors.Uniform(), {"kind": "uniform"}
-    elif kind == "flat":
-        low = int(rng.integers(0, 3))
-        high = None if rng.random() < 0.5 else int(max(P.max(), low) + rng.integers(0, 6))
-        prior, spec = rk.priors.Flat(low, high), {"kind": "flat", "low": low, "high": high}
-    elif kind == "poisson":
-        r = float(rng.uniform(0.3, 2 * P.max() + 3))
-        prior, spec = rk.priors.Poisson(r), {"kind": "poisson", "rate": r}
-    else:
-        r = rng.uniform(0.3, 2 * P.max() + 3, size=shape)
-        prior, spec = rk.priors.Poisson(r), {"kind": "poisson", "rate": r}
-    u = rng.random()
-    if u < 0.2:
-        cell = tuple(int(rng.integers(0, s)) for s in shape)
-        k = int(rng.integers(1, 4))
-        prior, spec["at_least"] = prior.at_least([cell], k), [(cell, k)]
-    elif u < 0.3:
-        cell = tuple(int(rng.integers(0, s)) for s in shape)
-        v = int(max(P[cell] + rng.integers(-2, 3), 0))
-        prior, spec["known"] = prior.known([cell], v), [(cell, v)]
-    return prior, spec
-
-
 def check_against_reference(rel, prior, res, note="", count=True):
     """The posterior of ``rel`` under ``prior`` equals the enumeration ``res``: every
     cell's pmf and every published total's (rtol 1e-9), the log evidence, and (``count``)
@@ -181,7 +154,7 @@ def test_posterior_equals_brute_force(seed):
         t = rk.Table(T, dims=dims, margins=margins)
         rel = rk.RandomRounding(B).protect(t, rng)
         P = rel.published
-        prior, spec = _prior(rng, shape, P)
+        prior, spec = random_prior(rng, shape, P, flat_extra=6)
         res = ref.posterior(P, rel.margins, dims, ref.rounding_loglik(B), spec,
                             np.maximum(P - (B - 1), 0), P + (B - 1))
         check_against_reference(rel, prior, res, f"B={B} {T.tolist()} -> {P.tolist()} "
@@ -195,7 +168,7 @@ def test_posterior_3d_equals_brute_force():
         T = rng.poisson(2.0, size=(2, 2, 2))
         rel = rk.RandomRounding(B).protect(rk.Table(T, dims=("a", "b", "c")), rng)
         P = rel.published
-        prior, spec = _prior(rng, T.shape, P)
+        prior, spec = random_prior(rng, T.shape, P, flat_extra=6)
         res = ref.posterior(P, rel.margins, ("a", "b", "c"), ref.rounding_loglik(B), spec,
                             np.maximum(P - (B - 1), 0), P + (B - 1))
         post = check_against_reference(rel, prior, res, f"3-D B={B} {T.tolist()} {spec}")

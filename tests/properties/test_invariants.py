@@ -57,6 +57,8 @@ CASES = {
                        clip=bool(rng.random() < 0.5)) if rng.random() < 0.5 else
         rk.NoisyCounts("discrete_gaussian", scale=float(rng.uniform(0.5, 2)),
                        clip=bool(rng.random() < 0.5))).protect(t, rng),
+    "cell_key": lambda t, rng: rk.CellKey(D=int(rng.integers(1, 3)), V=float(rng.uniform(0.3, 0.6)),
+                                          ).protect(t, rng),
 }
 
 

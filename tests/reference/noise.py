@@ -19,8 +19,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 from scipy.special import logsumexp
+
+from .numerics import log_prior
 
 # --- transition probabilities ------------------------------------------------------------------
 
@@ -107,29 +108,6 @@ def rounding_loglik(B: int):
 
 
 # --- priors -------------------------------------------------------------------------------------
-
-
-def log_prior(spec: dict, T: np.ndarray) -> np.ndarray:
-    """Prior log-weight of each table of the stack ``T`` (K, *shape): ``spec`` is
-    ``{"kind": "uniform" | "flat" | "poisson", "low", "high" | "rate" (scalar or per
-    cell), "at_least": [(cell, k)], "known": [(cell, v)]}`` (scipy.stats log pmfs)."""
-    T = np.asarray(T)
-    kind = spec["kind"]
-    if kind == "uniform":
-        lw = np.zeros(T.shape)
-    elif kind == "flat":
-        high = math.inf if spec.get("high") is None else spec["high"]
-        lw = np.where((T >= spec.get("low", 0)) & (T <= high), 0.0, -np.inf)
-    elif kind == "poisson":
-        lw = stats.poisson.logpmf(T, np.broadcast_to(spec["rate"], T.shape[1:]))
-    else:
-        raise ValueError(kind)
-    out = lw.reshape(T.shape[0], -1).sum(axis=1)
-    for cell, k in spec.get("at_least", ()):
-        out = np.where(T[(slice(None), *cell)] >= k, out, -np.inf)
-    for cell, v in spec.get("known", ()):
-        out = np.where(T[(slice(None), *cell)] == v, out, -np.inf)
-    return out
 
 
 # --- the posterior by enumeration ---------------------------------------------------------------

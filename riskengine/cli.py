@@ -102,11 +102,26 @@ def _risk_report(post, rel, truth, level: float) -> str:
         _count_text(post.n_candidates) if post.n_candidates is not None
         else post.attrs.get("n_candidates_note", "unknown")))
     out.append(f"log evidence: {post.log_evidence:.6f}")
+    if post.diagnostics is not None:
+        out.append(_diagnostics_text(post))
     if truth is not None:
         pe = post.prob_exact(truth).values
         out.append(f"expected exactly disclosed cells: {pe.sum():.3f} of {pe.size}; "
                    f"cells with P(true) >= 0.5: {int((pe >= 0.5).sum())}")
     return "\n".join(out)
+
+
+def _diagnostics_text(post) -> str:
+    """The Monte Carlo route's convergence, in words (R-hat, ESS, MCSE, the verdict)."""
+    dg = post.diagnostics
+    verdict = ("converged by the usual rules (R-hat <= 1.01, bulk and tail ESS >= 400)"
+               if post.attrs.get("converged") else
+               "NOT CONVERGED by the usual rules (R-hat <= 1.01, bulk and tail ESS >= 400): "
+               "treat these numbers as rough")
+    return (f"APPROXIMATE (Monte Carlo): {post.attrs.get('approximation', '')}\n"
+            f"  {post.attrs.get('diagnostics', '')}; largest MCSE of a cell's mean "
+            f"{float(dg['mcse_mean'].max()):.3g}, of a cell's P(mode) "
+            f"{float(dg['mcse_max_prob'].max()):.3g}\n  {verdict}")
 
 
 def _release_and_truth(args, command: str) -> tuple:
@@ -134,6 +149,10 @@ def _cmd_assess(args) -> int:
     finally:
         prog.close()
     print(_risk_report(post, rel, truth, args.level))
+    if args.strict and post.diagnostics is not None and not post.attrs.get("converged"):
+        print("riskengine assess: --strict: the Monte Carlo posterior has not converged "
+              f"({post.attrs.get('diagnostics')}); nothing written", file=sys.stderr)
+        return 3
     out = Path(args.out)
     path = out / "posterior.nc"
     ds = post.to_dataset(truth, args.level)
@@ -330,6 +349,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="inference route (default auto: the first that applies and fits)")
     a.add_argument("--memory", help="memory budget, e.g. 8GB (default: half the available)")
     a.add_argument("--level", type=float, default=0.95, help="credible level")
+    a.add_argument("--strict", action="store_true",
+                   help="exit with status 3 (writing nothing) when a Monte Carlo posterior "
+                        "has not converged (R-hat > 1.01 or ESS < 400)")
     a.set_defaults(func=_cmd_assess)
     pr = sub.add_parser("protect", help="protect a table, write the release JSON")
     pr.add_argument("table")

@@ -58,6 +58,8 @@ class Posterior:
         self._sampler = sampler
         #: Monte Carlo diagnostics (R-hat, ESS, MCSE); None for exact routes
         self.diagnostics = None
+        #: Monte Carlo routes: the kept draws ``(chain, draw, *shape)``; None for exact ones
+        self.chains = None
 
     # --- helpers --------------------------------------------------------------------
     @property
@@ -202,7 +204,18 @@ class Posterior:
         table), so ``arviz.summary`` / ``arviz.hdi`` / arviz's plots work on them."""
         from . import _arviz
         from . import statistics as S
-        draws = self.sample(n, rng)
+        if self.chains is not None:           # Monte Carlo: n draws spread over its chains
+            C, D = self.chains.shape[:2]
+            n = V.integer(n, "n", C)
+            if n > C * D:
+                raise ValueError(f"the Monte Carlo route kept {C} chains x {D} draws; asked "
+                                 f"for {n}")
+            keep = np.linspace(0, D - 1, n // C).round().astype(int)
+            draws = xr.DataArray(self.chains[:, keep], dims=("chain", "draw", *self.dims),
+                                 coords={"chain": np.arange(C), "draw": keep, **self.coords},
+                                 name="table")
+        else:
+            draws = self.sample(n, rng)
         return _arviz.inference_data(self.attrs, draws, S.of_draws(draws, statistics))
 
     # --- summaries -------------------------------------------------------------------------
@@ -243,6 +256,11 @@ class Posterior:
         """Summary plus the dense pmf, ready for ``to_netcdf``."""
         ds = self.summary(truth, level)
         ds["pmf"] = self.pmf
+        if self.diagnostics is not None:        # Monte Carlo: R-hat, ESS, MCSE per cell
+            for name, da in self.diagnostics.data_vars.items():
+                ds[name] = da
+            ds.attrs.update({k: v for k, v in self.diagnostics.attrs.items()
+                             if isinstance(v, (int, float, str))})
         ds.attrs["riskengine_kind"] = "assess"  # what riskengine.report reads it as
         return ds
 

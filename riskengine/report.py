@@ -190,6 +190,8 @@ def _assess(doc: _Doc, ds: xr.Dataset, post=None, release=None) -> None:
              ("largest Pr(mode)", f"{mp.max():.3f} at {_cell_name(ds, dims, top)}"),
              (f"mean {round(lvl * 100)}% credible-interval width", f"{width.mean():.3f}")]
     doc.add("<h2>Summary</h2>" + _table(["quantity", "value"], nums))
+    if "rhat" in ds:
+        _mc_diagnostics(doc, ds)
     doc.add("<h2>Risk by cell</h2>")
     numbers = ("; numbers are the published values" if "published" in ds
                and mp.size <= plots.MAX_ANNOTATED else "")
@@ -231,6 +233,24 @@ def _assess(doc: _Doc, ds: xr.Dataset, post=None, release=None) -> None:
         r.append(f"[{_num(v('lower'))}, {_num(v('upper'))}]")
         rows.append(r)
     doc.add(_table(header, rows))
+
+
+def _mc_diagnostics(doc: _Doc, ds: xr.Dataset) -> None:
+    """A Monte Carlo posterior: its convergence (arviz's R-hat, ESS, MCSE) and verdict."""
+    ok = bool(int(ds.attrs.get("converged", 0)))
+    verdict = ("converged by the usual rules (R-hat <= 1.01, bulk and tail ESS >= 400)"
+               if ok else "NOT CONVERGED by the usual rules (R-hat <= 1.01, bulk and tail ESS "
+               ">= 400): treat every number in this report as rough")
+    rows = [("method", str(ds.attrs.get("approximation", "Monte Carlo"))),
+            ("largest R-hat (rank-normalised, split)", _num(float(ds["rhat"].max()), 4)),
+            ("smallest bulk ESS", f"{float(ds['ess_bulk'].min()):.0f}"),
+            ("smallest tail ESS", f"{float(ds['ess_tail'].min()):.0f}"),
+            ("largest MCSE of a cell's posterior mean", _num(float(ds["mcse_mean"].max()), 3)),
+            ("largest MCSE of a cell's Pr(mode)", _num(float(ds["mcse_max_prob"].max()), 3)),
+            ("verdict", verdict)]
+    doc.add('<h2>Monte Carlo diagnostics</h2><p class="note">This posterior is approximate: '
+            "it was sampled by Markov chains (the exact routes do not fit this release); "
+            "the diagnostics are arviz's.</p>" + _table(["quantity", "value"], rows))
 
 
 # --- compare ---------------------------------------------------------------------------

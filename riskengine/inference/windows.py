@@ -160,11 +160,13 @@ class EntryWindows:
             new_lw[k] = np.where(f, self.lw[k] - np.asarray(theta[k])[..., None] * tv, -np.inf)
         return EntryWindows(dims, self.shape, new_lo, new_lw, self.approximation, shift)
 
-    def mode(self) -> np.ndarray:
+    def mode(self, rng: np.random.Generator | None = None) -> np.ndarray:
         """The table that maximises the interior's log-weights (concave envelope, by
         linear programming over the increments of each cell, HiGHS) subject to every total
         lying in its window: the exact constrained mode when the log-weights are concave
-        and the system is totally unimodular (2-D tables), a close anchor otherwise."""
+        and the system is totally unimodular (2-D tables), a close anchor otherwise.
+        ``rng``: random gains instead of the log-weights' (a random vertex of the same
+        polytope: dispersed starting tables for Monte Carlo chains)."""
         dims = self.dims
         lo, lw = self.interior
         W = lw.shape[-1]
@@ -182,6 +184,8 @@ class EntryWindows:
         flat = lw.reshape(ncell, W)
         gain = flat[cell_of, w_of + 1] - flat[cell_of, w_of]
         gain = np.where(np.isfinite(gain), gain, -1e6)      # holes: walked through at a cost
+        if rng is not None:
+            gain = np.where(gain > -1e6, rng.standard_normal(gain.shape), gain)
         rows, lb, ub = [], [], []
         nrow = 0
         idx = np.indices(n).reshape(len(dims), -1)

@@ -17,6 +17,7 @@ import numpy as np
 from ..inference import windows as win
 from ..inference.bounds import exact_bounds, frechet_bounds
 from ..inference.enumerate_3d import Enumerate3D
+from ..inference.gibbs import BlockGibbs
 from ..inference.grouped import Grouped2D
 from ..inference.halves import Halves
 from ..inference.table_dp import TableDP
@@ -48,7 +49,7 @@ class MarginsOnly(Mechanism):
     additive = True
     aliases = ("margins",)
     routes = (Halves(entry_windows, draws=TableDP(entry_windows)), TableDP(entry_windows),
-              Grouped2D(), Enumerate3D(entry_windows))
+              Grouped2D(), Enumerate3D(entry_windows), BlockGibbs(entry_windows))
 
     def _params(self) -> dict:
         return {}

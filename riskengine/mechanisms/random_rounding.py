@@ -30,6 +30,7 @@ from .. import _validate as V
 from ..inference import _label
 from ..inference import windows as win
 from ..inference.enumerate_3d import Enumerate3D
+from ..inference.gibbs import BlockGibbs
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import count_table, default_margins
@@ -296,7 +297,8 @@ class RandomRounding(Mechanism):
     name = "random_rounding"
     additive = False            # rounded totals are not the sums of the rounded cells
     aliases = ("randomrounding",)
-    routes = (TableDP(entry_windows), Enumerate3D(entry_windows), Line(entry_windows))
+    routes = (TableDP(entry_windows), Enumerate3D(entry_windows), Line(entry_windows),
+              BlockGibbs(entry_windows))
 
     def __init__(self, base: int):
         if isinstance(base, bool):

@@ -36,6 +36,7 @@ import numpy as np
 from .. import _validate as V
 from ..inference import windows as win
 from ..inference.enumerate_3d import Enumerate3D
+from ..inference.gibbs import BlockGibbs
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import count_table
@@ -112,7 +113,7 @@ class ControlledRounding(Mechanism):
     name = "controlled_rounding"
     additive = True
     aliases = ("rounding",)
-    routes = (TableDP(entry_windows), Enumerate3D(entry_windows))
+    routes = (TableDP(entry_windows), Enumerate3D(entry_windows), BlockGibbs(entry_windows))
 
     def __init__(self, base: int, method: str = "unbiased", zero_restricted: bool = True,
                  likelihood: str = "feasible"):

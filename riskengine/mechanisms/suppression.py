@@ -28,6 +28,7 @@ import numpy as np
 from .. import _validate as V
 from ..inference import windows as win
 from ..inference.enumerate_3d import Enumerate3D
+from ..inference.gibbs import BlockGibbs
 from ..inference.grouped import Grouped2D
 from ..inference.table_dp import TableDP
 from ..magnitude.contributions import Contributions
@@ -158,7 +159,8 @@ class CellSuppression(Mechanism):
     name = "cell_suppression"
     additive = True
     suppressible_totals = True
-    routes = (TableDP(entry_windows), Grouped2D(), Enumerate3D(entry_windows))
+    routes = (TableDP(entry_windows), Grouped2D(), Enumerate3D(entry_windows),
+              BlockGibbs(entry_windows))
 
     def __init__(self, method: str = "heuristic", cost: str = "value",
                  suppress_zeros: bool = False, suppress_totals: bool = False):

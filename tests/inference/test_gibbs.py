@@ -1,0 +1,231 @@
+"""The Monte Carlo route (blocked Gibbs with exact block updates) against exact answers.
+
+References: the exact table DP's posterior on the same release (independent of the
+chain: forward filtering over the whole table, no Markov chain), and on tables small
+enough to list, every candidate table enumerated by brute force from the definition
+(margins only: every nonnegative table with the published margins).  Tolerances: a
+cell's Gibbs posterior mean within 5 of its arviz MCSE of the exact mean (plus 1e-9),
+every probability within 0.05 of the exact one (6,000 draws: the standard error of a
+probability is at most 0.5 / sqrt(ESS) < 0.025 at the ESS >= 400 the route demands).
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+import zlib
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import riskengine as rk
+from riskengine.inference.gibbs import BlockGibbs, ConvergenceWarning
+
+
+def _route(rel, **kw) -> BlockGibbs:
+    base = next(r for r in rel.mechanism.routes if r.name == "gibbs")
+    return BlockGibbs(base._windows, **kw)
+
+
+def _run(rel, prior, **kw):
+    return _route(rel, **kw).run(rel, prior, memory=4e9)
+
+
+def _table(rng, shape, lam):
+    return rk.Table(rng.poisson(lam, size=shape), dims=("region", "age"),
+                    coords={"region": [f"r{i}" for i in range(shape[0])],
+                            "age": [f"a{j}" for j in range(shape[1])]})
+
+
+def _pmf_on(post, lo, hi):
+    """Probabilities of the values lo..hi of every cell, (r, c, hi - lo + 1)."""
+    return np.stack([post.prob(np.full(post.shape, v)).values for v in range(lo, hi + 1)], -1)
+
+
+CASES = [
+    ("margins 4x3", lambda t, rng: rk.MarginsOnly().protect(t), (4, 3), 3.0),
+    ("margins 5x3", lambda t, rng: rk.MarginsOnly().protect(t), (5, 3), 2.0),
+    ("rounding B=3 4x3", lambda t, rng: rk.ControlledRounding(3, method="optimal")
+     .protect(t, rng), (4, 3), 6.0),
+    ("random rounding B=3 4x2", lambda t, rng: rk.RandomRounding(3).protect(t, rng),
+     (4, 2), 5.0),
+    ("margins 3x4 (transposed blocks)", lambda t, rng: rk.MarginsOnly().protect(t), (3, 4), 3.0),
+]
+
+
+@pytest.mark.parametrize("name, protect, shape, lam", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("prior", [rk.priors.Uniform(), rk.priors.Poisson(4.0)],
+                         ids=["uniform", "poisson"])
+def test_gibbs_agrees_with_the_exact_posterior(name, protect, shape, lam, prior):
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    t = _table(rng, shape, lam)
+    rel = protect(t, rng)
+    exact = rk.posterior(rel, prior, route="dp")
+    mc = _run(rel, prior, chains=4, warmup=100, draws=1500)
+    assert mc.attrs["converged"] == 1
+    diff = np.abs(mc.mean().values - exact.mean().values)
+    tol = 5 * mc.diagnostics["mcse_mean"].values + 1e-9
+    assert (diff <= tol).all(), (diff, tol)
+    lo = int(min(exact.start.min(), mc.start.min()))
+    hi = int(max(exact.start.max() + exact.width, mc.start.max() + mc.width))
+    assert np.abs(_pmf_on(mc, lo, hi) - _pmf_on(exact, lo, hi)).max() <= 0.05
+    # the published information holds in every draw
+    d = mc.chains.reshape((-1,) + mc.shape)
+    if isinstance(rel.mechanism, rk.MarginsOnly):
+        np.testing.assert_array_equal(d.sum(2), np.broadcast_to(t.values.sum(1), d.shape[:2]))
+        np.testing.assert_array_equal(d.sum(1), np.broadcast_to(t.values.sum(0),
+                                                                (d.shape[0], shape[1])))
+    assert (d >= 0).all()
+
+
+def _margins_candidates(rows, cols):
+    """Every nonnegative table with row sums ``rows`` and column sums ``cols`` (brute
+    force over all but the last row and column)."""
+    r, c = len(rows), len(cols)
+    out = []
+    ranges = [range(min(rows[i], cols[j]) + 1) for i in range(r - 1) for j in range(c - 1)]
+    for inner in itertools.product(*ranges):
+        x = np.zeros((r, c), np.int64)
+        x[:-1, :-1] = np.reshape(inner, (r - 1, c - 1))
+        x[:-1, -1] = rows[:-1] - x[:-1, :-1].sum(1)
+        x[-1, :] = cols - x[:-1, :].sum(0)
+        if (x >= 0).all() and x[-1].sum() == rows[-1]:
+            out.append(x.tobytes())
+    return set(out)
+
+
+@pytest.mark.parametrize("T", [
+    [[1, 2], [2, 0], [0, 1], [1, 1]],
+    [[1, 0, 2], [0, 1, 1], [2, 1, 0], [1, 1, 0]],
+    [[0, 0, 3], [1, 0, 0], [0, 2, 0], [1, 0, 0], [0, 1, 1]],
+])
+def test_the_chain_reaches_every_candidate(T):
+    """Irreducibility on small cases: the set of tables the chains visit equals the
+    candidate set listed by brute force (margins only, where the candidates are few)."""
+    T = np.asarray(T)
+    rel = rk.MarginsOnly().protect(rk.Table(T, dims=("v", "w")))
+    want = _margins_candidates(T.sum(1), T.sum(0))
+    post = _run(rel, rk.priors.Uniform(), chains=4, warmup=50, draws=3000)
+    seen = {x.tobytes() for x in post.chains.reshape((-1,) + T.shape).astype(np.int64)}
+    assert seen == want
+    assert len(want) == rk.count_candidates(rel, route="dp")
+
+
+def test_the_chain_moves_rounded_totals():
+    """Moves that keep the margins cannot leave a margin: under controlled rounding the
+    totals are free within their windows and the chain must visit several of them; the
+    frequencies of each row total match the exact posterior's."""
+    rng = np.random.default_rng(5)
+    t = _table(rng, (4, 2), 6.0)
+    rel = rk.ControlledRounding(3, method="optimal").protect(t, rng)
+    post = _run(rel, rk.priors.Uniform(), chains=4, warmup=100, draws=2000)
+    d = post.chains.reshape((-1, 4, 2))
+    assert all(len(np.unique(d[:, i].sum(1))) > 1 for i in range(4))
+    exact = rk.posterior(rel, route="dp").sample(20000, np.random.default_rng(1)).values
+    for i in range(4):
+        for v in np.unique(exact[:, i].sum(1)):
+            assert abs((d[:, i].sum(1) == v).mean() - (exact[:, i].sum(1) == v).mean()) < 0.05
+
+
+def test_diagnostics_are_on_the_posterior_and_labelled():
+    rng = np.random.default_rng(2)
+    t = _table(rng, (4, 3), 4.0)
+    rel = rk.MarginsOnly().protect(t)
+    post = _run(rel, rk.priors.Uniform(), chains=3, warmup=50, draws=800)
+    dg = post.diagnostics
+    assert isinstance(dg, xr.Dataset)
+    assert set(dg.data_vars) == {"rhat", "ess_bulk", "ess_tail", "mcse_mean", "mcse_max_prob"}
+    assert dg["rhat"].dims == ("region", "age")
+    assert list(dg.coords["region"].values) == ["r0", "r1", "r2", "r3"]
+    assert dg.attrs["chains"] == 3 and dg.attrs["draws"] == 800
+    assert dg.attrs["max_rhat"] == pytest.approx(float(dg["rhat"].max()))
+    assert np.isfinite(dg["rhat"]).all() and (dg["ess_bulk"] > 0).all()
+    assert (dg["mcse_mean"] >= 0).all()
+    assert post.attrs["approximate"] == 1
+    assert post.attrs["approximation"].startswith("Monte Carlo: blocked Gibbs, 3 chains x 800")
+    assert "max R-hat" in post.attrs["diagnostics"]
+    assert post.n_candidates is None and "Monte Carlo" in post.attrs["n_candidates_note"]
+    assert post.chains.shape == (3, 800, 4, 3)
+    assert np.isfinite(post.pmf.values).all()
+    np.testing.assert_allclose(post.pmf.sum("value").values, 1.0)
+
+
+@pytest.mark.filterwarnings("ignore::riskengine.inference.gibbs.ConvergenceWarning")
+def test_same_release_same_answer():
+    rng = np.random.default_rng(3)
+    rel = rk.MarginsOnly().protect(_table(rng, (4, 3), 3.0))
+    a = _run(rel, rk.priors.Uniform(), chains=2, warmup=20, draws=500)
+    b = _run(rel, rk.priors.Uniform(), chains=2, warmup=20, draws=500)
+    np.testing.assert_array_equal(a.chains, b.chains)
+    c = _run(rel, rk.priors.Poisson(2.0), chains=2, warmup=20, draws=500)
+    assert not np.array_equal(a.chains, c.chains)
+
+
+def test_too_few_draws_warn_and_say_so():
+    rng = np.random.default_rng(4)
+    rel = rk.MarginsOnly().protect(_table(rng, (4, 3), 5.0))
+    with pytest.warns(ConvergenceWarning, match=r"R-hat <= 1.01, ESS >= 400.*min bulk ESS"):
+        post = _run(rel, rk.priors.Uniform(), chains=2, warmup=5, draws=40)
+    assert post.attrs["converged"] == 0
+
+
+def test_auto_takes_gibbs_beyond_the_exact_frontier_and_draws_from_it():
+    """5 x 5 margins only: the DP needs ~0.8 GB; under a 60 MB budget the resolver
+    passes it over (saying why) and the Monte Carlo route answers."""
+    t = _table(np.random.default_rng(1), (5, 5), 6.0)
+    rel = rk.MarginsOnly().protect(t)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        post = rk.posterior(rel, rk.priors.Uniform(), memory="60MB")
+    assert post.attrs["route"] == "gibbs"
+    assert "dp: needs" in post.attrs["route_reason"]
+    d = post.sample(300, np.random.default_rng(0))
+    assert d.dims == ("draw", "region", "age")
+    np.testing.assert_array_equal(d.sum("age").values,
+                                  np.broadcast_to(t.values.sum(1), (300, 5)))
+    idata = post.to_arviz(400, np.random.default_rng(0), statistics=["cramers_v"])
+    assert idata.posterior.sizes["chain"] == 4 and idata.posterior.sizes["draw"] == 100
+    with pytest.raises(ValueError, match="kept 4000 draws"):
+        post.sample(5000, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="no count route|that counts candidates|unknown route"):
+        rk.count_candidates(rel, route="gibbs")
+
+
+def test_gibbs_refuses_what_it_does_not_cover():
+    t3 = rk.Table(np.ones((2, 2, 2), int), dims=("a", "b", "c"))
+    rel = rk.MarginsOnly().protect(t3)
+    with pytest.raises(ValueError, match="route 'gibbs' cannot answer this release: the Gibbs "
+                                         "route covers 2-D count tables"):
+        rk.posterior(rel, route="gibbs")
+
+
+@pytest.mark.filterwarnings("ignore::riskengine.inference.gibbs.ConvergenceWarning")
+def test_cli_shows_the_diagnostics_and_strict_refuses(tmp_path, capsys, monkeypatch):
+    from riskengine.cli import main
+    t = _table(np.random.default_rng(1), (5, 5), 6.0)
+    rel = rk.MarginsOnly().protect(t)
+    path = tmp_path / "rel.json"
+    rel.save(path)
+    route = next(r for r in rk.MarginsOnly.routes if r.name == "gibbs")
+    monkeypatch.setattr(route, "draws", 300)
+    monkeypatch.setattr(route, "warmup", 30)
+    out = tmp_path / "out"
+    assert main(["assess", str(path), "--memory", "60MB", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "route: gibbs" in text
+    assert "APPROXIMATE (Monte Carlo): Monte Carlo: blocked Gibbs, 4 chains x 300 draws" in text
+    assert "max R-hat" in text and "largest MCSE of a cell's mean" in text
+    ds = xr.open_dataset(out / "posterior.nc")
+    assert {"rhat", "ess_bulk", "ess_tail", "mcse_mean", "mcse_max_prob"} <= set(ds.data_vars)
+    assert ds["rhat"].dims == ("region", "age") and ds.attrs["approximate"] == 1
+    ds.close()
+    html = (out / "report.html").read_text()
+    assert "Monte Carlo diagnostics" in html and "smallest bulk ESS" in html
+    monkeypatch.setattr(route, "draws", 40)
+    strict = tmp_path / "strict"
+    assert main(["assess", str(path), "--memory", "60MB", "--out", str(strict),
+                 "--strict"]) == 3
+    err = capsys.readouterr().err
+    assert "--strict: the Monte Carlo posterior has not converged" in err
+    assert not strict.exists()

@@ -35,6 +35,7 @@ from . import (  # noqa: F401
 from . import mechanisms as _mechanisms
 from ._io import read_csv_long, read_csv_wide, read_netcdf, read_table
 from ._version import __version__
+from .inference.sis import CountEstimate, estimate_count
 from .mechanisms import Mechanism
 from .posterior import Posterior, count_candidates, posterior
 from .release import Release
@@ -54,7 +55,8 @@ from .simulate import simulate
 
 __all__ = [  # noqa: RUF022  (grouped by topic, not sorted)
     # tables, releases, inference
-    "Table", "Release", "Posterior", "posterior", "count_candidates", "priors", "tabular",
+    "Table", "Release", "Posterior", "posterior", "count_candidates", "estimate_count",
+    "CountEstimate", "priors", "tabular",
     "read_table", "read_csv_long", "read_csv_wide", "read_netcdf", "__version__",
     # mechanisms (and below, every name a mechanism module exports)
     "Mechanism", "cycles",

@@ -245,8 +245,25 @@ def _cmd_protect(args) -> int:
 
 
 def _cmd_count(args) -> int:
+    from .inference.sis import _applies, estimate_count
     rel = Release.load(args.release)
-    print(count_candidates(rel, priors.parse(args.prior), route=args.route, memory=args.memory))
+    prior = priors.parse(args.prior)
+    sis_fits = _applies(rel) is None and isinstance(prior, priors.Uniform)
+    if args.sis is not None:
+        if not sis_fits:
+            raise ValueError("--sis estimates the number of tables of a margins-only 2-D "
+                             "release under the uniform prior; "
+                             + (_applies(rel) or f"this prior is {prior!r}"))
+        print(estimate_count(rel, n=args.sis))
+        return 0
+    try:
+        print(count_candidates(rel, prior, route=args.route, memory=args.memory))
+    except ValueError as e:
+        if not (sis_fits and "memory budget" in str(e) and args.route == "auto"):
+            raise
+        print(f"riskengine count: no exact count within the memory budget ({e}); "
+              "estimating by sequential importance sampling instead", file=sys.stderr)
+        print(estimate_count(rel, n=10000))
     return 0
 
 
@@ -379,6 +396,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="count only tables this prior allows (e.g. flat:1: every cell >= 1)")
     c.add_argument("--route", default="auto", help="inference route (default auto)")
     c.add_argument("--memory", help="memory budget, e.g. 8GB (default: half the available)")
+    c.add_argument("--sis", type=int, metavar="N",
+                   help="estimate the count from N sequential importance samples instead "
+                        "(margins-only 2-D releases; also the fallback, with 10,000, when "
+                        "the exact count does not fit the memory budget)")
     c.set_defaults(func=_cmd_count)
     an = sub.add_parser("analyze", help="posterior of statistics of the original table "
                         "(chi-square, Cramer's V, odds ratios, ...)")

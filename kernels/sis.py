@@ -1,0 +1,142 @@
+"""Sequential importance sampling of 2-D tables with fixed margins (Chen, Diaconis,
+Holmes & Liu 2005): the proposal and its exact probability.
+
+Plain arrays in, plain arrays out.  A table with row sums ``R`` (r) and column sums ``C``
+(m, same total) is drawn column by column, and within a column row by row: with ``rr``
+the row sums left and ``cj`` the column's sum left, cell (i, j) takes ``x`` in
+``max(0, cj - sum(rr[i+1:])) .. min(rr[i], cj)`` (every such value has a completion: a
+nonnegative integer table with equal totals always exists) with probability
+proportional to ``C(rr[i] - x + k - 1, k - 1)``, k = the columns after j: the number of
+ways row i's remainder spreads over them (the column constraints ignored), the
+approximation to the number of completions that makes the proposal close to uniform.
+The last row of a column and the last column are implied.  Every table with the margins
+has positive probability, so ``1 / q(table)`` is an unbiased estimate of the number of
+tables.
+
+:func:`sample` returns ``log(1 / q)`` of ``n`` drawn tables; :func:`log_proposal` gives
+``log q`` of a given table (the tests sum it over every table to check that q is a
+distribution on exactly the candidates).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._jit import njit
+
+__all__ = ["log_proposal", "sample"]
+
+
+@njit
+def _log_comb(n, k):
+    """log C(n + k - 1, k - 1): compositions of n into k nonnegative parts."""
+    if k <= 1:
+        return 0.0
+    return math.lgamma(n + k) - math.lgamma(n + 1) - math.lgamma(k)
+
+
+@njit
+def _cell(rr, i, cj, cap, k, weights):
+    """The range ``lo..hi`` of cell (i, j) and the log normaliser of its proposal, the
+    log weights written to ``weights[0 : hi - lo + 1]`` (``cap``: the row sums left
+    below row i)."""
+    lo = max(0, cj - cap)
+    hi = min(rr[i], cj)
+    top = -np.inf
+    for x in range(lo, hi + 1):
+        w = _log_comb(rr[i] - x, k)
+        weights[x - lo] = w
+        top = max(top, w)
+    s = 0.0
+    for x in range(lo, hi + 1):
+        s += math.exp(weights[x - lo] - top)
+    return lo, hi, top + math.log(s)
+
+
+@njit
+def sample(R, C, u):
+    """``log(1 / q)`` of each of ``u.shape[0]`` tables drawn with the uniforms ``u``
+    (n, r - 1, m - 1) in [0, 1)."""
+    r = R.shape[0]
+    m = C.shape[0]
+    n = u.shape[0]
+    out = np.zeros(n)
+    wmax = 1
+    for i in range(r):
+        wmax = max(wmax, R[i] + 1)
+    weights = np.empty(wmax)
+    rr = np.empty(r, np.int64)
+    for s in range(n):
+        for i in range(r):
+            rr[i] = R[i]
+        logq = 0.0
+        for j in range(m - 1):
+            k = m - 1 - j
+            cj = C[j]
+            cap = 0
+            for i in range(r):
+                cap += rr[i]
+            for i in range(r - 1):
+                cap -= rr[i]
+                lo, hi, lz = _cell(rr, i, cj, cap, k, weights)
+                # inverse cdf
+                target = u[s, i, j]
+                acc = 0.0
+                x = hi
+                for v in range(lo, hi + 1):
+                    acc += math.exp(weights[v - lo] - lz)
+                    if target < acc:
+                        x = v
+                        break
+                logq += weights[x - lo] - lz
+                rr[i] -= x
+                cj -= x
+            rr[r - 1] -= cj                    # the last row takes the column's rest
+        out[s] = -logq
+    return out
+
+
+@njit
+def log_proposal(R, C, T):
+    """``log q(T)`` of the table ``T`` (-inf when T does not have the margins)."""
+    r = R.shape[0]
+    m = C.shape[0]
+    for i in range(r):
+        s = 0
+        for j in range(m):
+            if T[i, j] < 0:
+                return -np.inf
+            s += T[i, j]
+        if s != R[i]:
+            return -np.inf
+    for j in range(m):
+        s = 0
+        for i in range(r):
+            s += T[i, j]
+        if s != C[j]:
+            return -np.inf
+    wmax = 1
+    for i in range(r):
+        wmax = max(wmax, R[i] + 1)
+    weights = np.empty(wmax)
+    rr = R.copy()
+    logq = 0.0
+    for j in range(m - 1):
+        k = m - 1 - j
+        cj = C[j]
+        cap = 0
+        for i in range(r):
+            cap += rr[i]
+        for i in range(r - 1):
+            cap -= rr[i]
+            lo, hi, lz = _cell(rr, i, cj, cap, k, weights)
+            x = T[i, j]
+            if x < lo or x > hi:
+                return -np.inf
+            logq += weights[x - lo] - lz
+            rr[i] -= x
+            cj -= x
+        rr[r - 1] -= cj
+    return logq

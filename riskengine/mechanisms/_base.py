@@ -224,6 +224,12 @@ def select_route(release, prior, route: str = "auto", memory=None, what: str = "
     names = [r.name for r in routes]
     if not isinstance(route, str):
         raise TypeError(f"route must be a str, got {type(route).__name__}")
+    if route == "mcmc":                       # whichever Monte Carlo route the mechanism has
+        mc = [r.name for r in routes if not r.exact]
+        if not mc:
+            raise ValueError(f"{mech.name} releases have no Monte Carlo route; routes: "
+                             f"{', '.join(['auto'] + names)}")
+        route = mc[0]
     if route != "auto" and route not in names:
         raise ValueError(f"unknown route {route!r} for {mech.name} releases; known: "
                          f"{', '.join(['auto'] + names)}")

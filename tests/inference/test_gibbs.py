@@ -229,3 +229,14 @@ def test_cli_shows_the_diagnostics_and_strict_refuses(tmp_path, capsys, monkeypa
     err = capsys.readouterr().err
     assert "--strict: the Monte Carlo posterior has not converged" in err
     assert not strict.exists()
+
+
+def test_route_mcmc_names_the_monte_carlo_route():
+    rel = rk.MarginsOnly().protect(_table(np.random.default_rng(0), (4, 3), 3.0))
+    from riskengine.mechanisms._base import select_route
+    r, reason = select_route(rel, rk.priors.Uniform(), "mcmc")
+    assert r.name == "gibbs" and reason == "requested"
+    cyc = rk.CyclicPerturbation(rk.cycles.diagonal(3), 0.25, 0.25)
+    rel = cyc.protect(rk.Table(np.full((3, 3), 4)), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="cyclic releases have no Monte Carlo route"):
+        rk.posterior(rel, route="mcmc")

@@ -52,6 +52,7 @@ from .magnitude import sensitivity  # noqa: F811
 from .magnitude.audit import audit  # noqa: F811
 from .magnitude.contributions import Contributions, contributions  # noqa: F811
 from .simulate import simulate
+from .verdict import Verdict, verdict
 
 __all__ = [  # noqa: RUF022  (grouped by topic, not sorted)
     # tables, releases, inference
@@ -66,6 +67,8 @@ __all__ = [  # noqa: RUF022  (grouped by topic, not sorted)
     "measures", "compare", "simulate", "generators", "plots", "write_report",
     # the user's analysis
     "analyze", "Analysis", "statistics",
+    # the review board's verdict
+    "verdict", "Verdict",
 ]
 __all__ += sorted(_mechanisms.EXPORTS)  # noqa: PLE0605  (the mechanism modules' names)
 

@@ -149,6 +149,10 @@ def _cmd_assess(args) -> int:
     finally:
         prog.close()
     print(_risk_report(post, rel, truth, args.level))
+    from .verdict import verdict
+    v = verdict(post, truth, threshold=args.threshold, max_expected=args.max_expected,
+                level=args.level)
+    print("\n".join(v.lines()))
     if args.strict and post.diagnostics is not None and not post.attrs.get("converged"):
         print("riskengine assess: --strict: the Monte Carlo posterior has not converged "
               f"({post.attrs.get('diagnostics')}); nothing written", file=sys.stderr)
@@ -156,6 +160,9 @@ def _cmd_assess(args) -> int:
     out = Path(args.out)
     path = out / "posterior.nc"
     ds = post.to_dataset(truth, args.level)
+    ds.attrs["threshold"] = args.threshold
+    if args.max_expected is not None:
+        ds.attrs["max_expected"] = args.max_expected
     from .report import describe_release
     ds.attrs["release"] = "; ".join(f"{k}: {v}" for k, v in describe_release(rel).items())
     atomic_write_netcdf(ds, path)
@@ -163,8 +170,13 @@ def _cmd_assess(args) -> int:
     if args.report:
         sys.stdout.flush()  # the text report is out before the plots are drawn
         from .report import write_report
-        html = write_report(post, out, release=rel, truth=truth, level=args.level)
+        html = write_report(post, out, release=rel, truth=truth, level=args.level,
+                            threshold=args.threshold, max_expected=args.max_expected)
         print(f"report written to {html}")
+    if args.strict and not v.passed:
+        print(f"riskengine assess: --strict: the verdict is FAIL ({'; '.join(v.reasons)})",
+              file=sys.stderr)
+        return 3
     return 0
 
 
@@ -366,9 +378,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="inference route (default auto: the first that applies and fits)")
     a.add_argument("--memory", help="memory budget, e.g. 8GB (default: half the available)")
     a.add_argument("--level", type=float, default=0.95, help="credible level")
+    a.add_argument("--threshold", type=float, default=0.5,
+                   help="the risk policy: FAIL when a cell's Pr(true value) (with --truth; "
+                        "else Pr(best guess)) is >= this (default 0.5)")
+    a.add_argument("--max-expected", type=float, default=None, metavar="K",
+                   help="the policy also FAILs when more than K cells are expected to be "
+                        "exactly disclosed")
     a.add_argument("--strict", action="store_true",
-                   help="exit with status 3 (writing nothing) when a Monte Carlo posterior "
-                        "has not converged (R-hat > 1.01 or ESS < 400)")
+                   help="exit with status 3 when the verdict is FAIL (results still "
+                        "written), or when a Monte Carlo posterior has not converged "
+                        "(R-hat > 1.01 or ESS < 400; nothing written)")
     a.set_defaults(func=_cmd_assess)
     pr = sub.add_parser("protect", help="protect a table, write the release JSON")
     pr.add_argument("table")

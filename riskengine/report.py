@@ -170,6 +170,10 @@ def _assess(doc: _Doc, ds: xr.Dataset, post=None, release=None) -> None:
     info.setdefault("mechanism", ds.attrs.get("mechanism", "unknown"))
     info["intruder prior"] = ds.attrs.get("prior", "unknown")
     info["inference"] = f"{ds.attrs.get('method', '?')} (route {ds.attrs.get('route', '?')})"
+    if int(ds.attrs.get("approximate", 0)):
+        info["inference"] += f"; APPROXIMATE (Monte Carlo): {ds.attrs.get('diagnostics', '')}"
+    if "threshold" in ds.attrs:
+        _verdict(doc, ds)
     doc.add("<h2>Release</h2>" + _dl(info.items()))
     mp = ds["max_prob"].transpose(*dims).values
     lvl = float(ds.attrs.get("level", 0.95))
@@ -233,6 +237,29 @@ def _assess(doc: _Doc, ds: xr.Dataset, post=None, release=None) -> None:
         r.append(f"[{_num(v('lower'))}, {_num(v('upper'))}]")
         rows.append(r)
     doc.add(_table(header, rows))
+
+
+def _verdict(doc: _Doc, ds: xr.Dataset) -> None:
+    """The risk policy's PASS / FAIL, the rule in words and the cells that fail."""
+    from .verdict import verdict
+    mx = ds.attrs.get("max_expected")
+    v = verdict(ds, threshold=float(ds.attrs["threshold"]),
+                max_expected=None if mx is None or np.isnan(float(mx)) else float(mx))
+    color = "#1a7f37" if v.passed else "#b42318"
+    doc.add(f'<h2>Verdict: <span style="color:{color}">{v.label}</span></h2>'
+            f"<p>Rule: {_e(v.rule)}.</p>"
+            + ("<ul>" + "".join(f"<li>{_e(r)}</li>" for r in v.reasons) + "</ul>"
+               if v.reasons else "<p>No cell breaks the rule.</p>"))
+    if v.failing:
+        rows = [(c, _num(val), f"{p:.3f}", "yes" if (c, val, p) in v.small else "")
+                for c, val, p in v.failing[:_MAX_ROWS]]
+        doc.add(_table(["cell", "true value" if v.measure == "Pr(true value)" else
+                        "best guess", v.measure, "small count (1-2)"], rows))
+    doc.add(f'<p class="note">{_e(v.measure)}: the posterior probability that the cell '
+            "equals " + ("its true value (the original table was given)" if
+                         v.measure == "Pr(true value)" else "the intruder's best guess, "
+                         "the posterior mode (no original table was given)")
+            + f"; expected exactly disclosed cells: {v.expected:.3f} of {v.n_cells}.</p>")
 
 
 def _mc_diagnostics(doc: _Doc, ds: xr.Dataset) -> None:
@@ -445,12 +472,21 @@ _TITLES = {"assess": "Disclosure-risk assessment of a release",
 
 
 def render_report(obj, *, release=None, truth=None, level: float = 0.95,
-                  title: str | None = None) -> tuple[str, dict]:
+                  title: str | None = None, threshold: float | None = None,
+                  max_expected: float | None = None) -> tuple[str, dict]:
     """The report's HTML text and its images ``{file name: PNG bytes}``, without writing.
 
     Arguments as for :func:`write_report`.
     """
     kind, ds, post = _load(obj, truth, level)
+    if threshold is not None or max_expected is not None:
+        if kind != "assess":
+            raise ValueError(f"threshold= / max_expected= set the verdict of an assess "
+                             f"report, this is a {kind} result")
+        ds = ds.copy()
+        ds.attrs["threshold"] = 0.5 if threshold is None else float(threshold)
+        if max_expected is not None:
+            ds.attrs["max_expected"] = float(max_expected)
     if release is not None and kind != "assess":
         raise ValueError(f"release= is only used for an assess report, this is a {kind} result")
     doc = _Doc(title or _TITLES[kind])
@@ -466,7 +502,8 @@ def render_report(obj, *, release=None, truth=None, level: float = 0.95,
 
 
 def write_report(obj, out_dir, *, release=None, truth=None, level: float = 0.95,
-                 title: str | None = None) -> Path:
+                 title: str | None = None, threshold: float | None = None,
+                 max_expected: float | None = None) -> Path:
     """Write a self-contained HTML report and its plots as PNG files.
 
     Parameters
@@ -486,6 +523,10 @@ def write_report(obj, out_dir, *, release=None, truth=None, level: float = 0.95,
         Credible level of the intervals (a Posterior only).
     title : str, optional
         Report title.
+    threshold, max_expected : float, optional
+        An assess report opens with the verdict of this risk policy
+        (:func:`riskengine.verdict.verdict`); default: the policy stored in the dataset's
+        attrs (``riskengine assess`` stores its ``--threshold``), else none.
 
     Returns
     -------
@@ -502,7 +543,8 @@ def write_report(obj, out_dir, *, release=None, truth=None, level: float = 0.95,
     ...     sorted(p.name for p in path.parent.iterdir())
     ['heatmap_max_prob.png', 'posterior_bars.png', 'report.html']
     """
-    text, images = render_report(obj, release=release, truth=truth, level=level, title=title)
+    text, images = render_report(obj, release=release, truth=truth, level=level, title=title,
+                                 threshold=threshold, max_expected=max_expected)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"out_dir {str(out)!r} exists and is not a folder")

@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CORE = {"_validate", "table", "tabular", "priors", "release", "posterior", "cycles",
         "generators", "_io", "_seeding", "_budget", "_version", "data", "mechanisms._base",
         "statistics", "_arviz"}
-USES = {"cli", "_config", "compare", "simulate", "measures", "analyze", "report", "plots"}
+USES = {"cli", "_config", "compare", "simulate", "measures", "analyze", "report", "plots",
+        "verdict"}
 ALIASES = {"linear", "audit", "suppress", "cta", "cta_bivariate", "sensitivity",
            "contributions"}
 

@@ -142,6 +142,113 @@ class Table:
         return xr.DataArray(self._values.copy(), dims=self.dims, coords=self.coords,
                             name=self.name or "count", attrs={"kind": self.kind})
 
+    def to_pandas(self):
+        """The cells as a pandas Series indexed by the dims (long form; labels kept):
+        ``Table.from_pandas`` reads it back."""
+        return self.data.to_series()
+
+    @classmethod
+    def from_pandas(cls, df, dims=None, value: str | None = None, margins=None,
+                    kind: str | None = None, name: str | None = None) -> Table:
+        """A table from pandas, in any of the shapes tables come in:
+
+        * a **Series** indexed by the dims (a MultiIndex for 2 or more; ``to_pandas``'s
+          output, ``df.groupby(dims).size()``): the dims are the index level names;
+        * a **long DataFrame** with ``value=`` the column of cell values and ``dims``
+          the category columns (default: every other column): one row per cell;
+        * **microdata** (``value`` None, ``dims`` given): one row per record, each
+          cell the number of records in it;
+        * a **crosstab** (``value`` and ``dims`` None): a wide 2-D DataFrame, the index
+          and column names (``pd.crosstab`` sets them) as the dims.
+
+        Labels keep pandas' order: a Categorical's categories (unobserved ones too, as
+        zero cells for microdata), else the order of first appearance (crosstab: the
+        index and columns as they are).  Every cell of a long form must appear once;
+        a missing or repeated cell, a NaN, or a name that is not a column is an error
+        naming it.
+
+        Examples
+        --------
+        >>> import pandas as pd, riskengine as rk
+        >>> people = pd.DataFrame({"sex": ["F", "M", "F", "F"], "grade": ["a", "b", "b", "a"]})
+        >>> t = rk.Table.from_pandas(people, dims=["sex", "grade"])
+        >>> t.values.tolist(), t.coords
+        ([[2, 1], [0, 1]], {'sex': ['F', 'M'], 'grade': ['a', 'b']})
+        """
+        import pandas as pd
+        if isinstance(df, pd.Series):
+            if value is not None:
+                raise ValueError("value= names a DataFrame column; a Series is its values")
+            idx = df.index
+            names = list(idx.names)
+            if any(n is None for n in names):
+                raise ValueError(f"a Series needs named index levels (the dims), got "
+                                 f"{names}")
+            if dims is not None and list(dims) != names:
+                raise ValueError(f"dims {list(dims)} differ from the Series' index levels "
+                                 f"{names}")
+            frame = df.rename("__value__").reset_index()
+            return cls._from_long(frame, names, "__value__", margins, kind,
+                                  name if name is not None else df.name)
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"from_pandas takes a pandas Series or DataFrame, got "
+                            f"{type(df).__name__}")
+        if value is None and dims is None:                      # crosstab
+            d0, d1 = df.index.name, df.columns.name
+            if d0 is None or d1 is None:
+                raise ValueError("a crosstab needs a named index and named columns (the "
+                                 f"dims; pd.crosstab names them), got {d0!r} and {d1!r}; or "
+                                 "pass value= for a long DataFrame, dims= for microdata")
+            vals = df.to_numpy()
+            _no_nan(vals, "the crosstab")
+            return cls(vals, dims=(str(d0), str(d1)),
+                       coords={str(d0): list(df.index), str(d1): list(df.columns)},
+                       margins=margins, kind=kind, name=name)
+        cols = [str(c) for c in df.columns]
+        if value is not None and value not in cols:
+            raise ValueError(f"no value column {value!r}; columns are {cols}")
+        dims = [c for c in cols if c != value] if dims is None else list(dims)
+        for d in dims:
+            if d not in cols:
+                raise ValueError(f"no column {d!r} for a dim; columns are {cols}")
+        bad = [d for d in dims if df[d].isna().any()]
+        if bad:
+            raise ValueError(f"column {bad[0]!r} has missing labels (NaN): every record / "
+                             "cell needs a category in every dim")
+        if value is None:                                       # microdata: count records
+            counts = df.groupby(dims, observed=False, sort=False).size()
+            full = pd.MultiIndex.from_product([_levels(df[d]) for d in dims], names=dims)
+            counts = counts.reindex(full, fill_value=0)
+            return cls._from_long(counts.rename("__value__").reset_index(), dims,
+                                  "__value__", margins, kind, name)
+        return cls._from_long(df, dims, value, margins, kind, name)
+
+    @classmethod
+    def _from_long(cls, frame, dims, value, margins, kind, name) -> Table:
+        labels = {d: _levels(frame[d]) for d in dims}
+        pos = [frame[d].map({lab: i for i, lab in enumerate(labels[d])}).to_numpy()
+               for d in dims]
+        vals = frame[value].to_numpy(dtype=float)
+        _no_nan(vals, f"column {value!r}")
+        shape = tuple(len(labels[d]) for d in dims)
+        flat = np.ravel_multi_index(tuple(np.asarray(p, dtype=np.int64) for p in pos), shape)
+        seen = np.bincount(flat, minlength=int(np.prod(shape)))
+        if (seen > 1).any():
+            k = np.unravel_index(int(np.argmax(seen > 1)), shape)
+            raise ValueError(f"cell {dict(zip(dims, (labels[d][i] for d, i in zip(dims, k))))}"
+                             " appears more than once")
+        if (seen == 0).any():
+            k = np.unravel_index(int(np.argmax(seen == 0)), shape)
+            raise ValueError(f"cell {dict(zip(dims, (labels[d][i] for d, i in zip(dims, k))))}"
+                             " is missing (a long form needs every combination)")
+        out = np.empty(int(np.prod(shape)))
+        out[flat] = vals
+        out = out.reshape(shape)
+        if kind != "magnitude" and np.all(out == np.round(out)):
+            out = out.astype(np.int64)
+        return cls(out, dims=tuple(dims), coords=labels, margins=margins, kind=kind,
+                   name=name)
+
     def totals(self) -> dict:
         """Published totals: ``{dims kept: ndarray}``."""
         return totals(self._values, self.dims, self.margins)
@@ -250,3 +357,21 @@ def _plain(x):
     if isinstance(x, (float, np.floating)) and float(x).is_integer():
         return int(x)
     return str(x)
+
+
+def _levels(col) -> list:
+    """A pandas column's categories: a Categorical's own (in order), else the values in
+    order of first appearance."""
+    import pandas as pd
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return [_plain(x) for x in col.cat.categories]
+    return [_plain(x) for x in pd.unique(col)]
+
+
+def _plain(x):
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _no_nan(vals, what: str) -> None:
+    if np.isnan(np.asarray(vals, dtype=float)).any():
+        raise ValueError(f"{what} holds a missing value (NaN): every cell needs a number")

@@ -96,9 +96,14 @@ class BlockGibbs(Route):
     name = "gibbs"
     exact = False
 
-    def __init__(self, windows, chains: int = 4, warmup: int = 300, draws: int = 1000):
+    def __init__(self, windows, chains: int = 4, warmup: int = 300, draws: int = 1000,
+                 seed: int | None = None):
         self._windows = windows
         self.chains, self.warmup, self.draws = chains, warmup, draws
+        #: extra entropy for the chains' generator (None: the release, prior and settings
+        #: alone decide it; repeated runs with different seeds measure the Monte Carlo
+        #: error)
+        self.seed = seed
 
     def applies(self, release, prior):
         if release.kind != "count" or len(release.dims) != 2 or release.groups:
@@ -133,7 +138,8 @@ class BlockGibbs(Route):
     def run(self, release, prior, *, count=True, progress=None, memory):
         ew, win, flip = self._windows_for(release, prior)
         r, c = win.cell_lo.shape
-        settings = (self.chains, self.warmup, self.draws)
+        settings = (self.chains, self.warmup, self.draws) + \
+            (() if self.seed is None else (self.seed,))
         rng = np.random.default_rng(_seed(release, prior, settings))
         starts = [ew.mode()] + [ew.mode(rng) for _ in range(self.chains - 1)]
         total = self.chains * (self.warmup + self.draws)

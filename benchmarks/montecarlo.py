@@ -1,0 +1,189 @@
+"""The Monte Carlo route (blocked Gibbs) beside the exact routes, and beyond them.
+
+Run:  python benchmarks/montecarlo.py [--quick] [--markdown]
+
+Where the exact table DP also runs, both are timed and compared: the largest difference
+of a cell probability, and the largest difference of a cell's posterior mean in units of
+its MCSE.  Beyond the exact frontier (8 x 6, cell mean 15: the ordinary agency table)
+only the Monte Carlo route answers; its time and arviz diagnostics are reported.
+JIT compile (or cache load) is measured once on a tiny table and reported apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+import warnings
+
+import numpy as np
+import xarray as xr
+
+import riskengine as rk
+from riskengine.inference.gibbs import BlockGibbs
+from riskengine.mechanisms._base import select_route
+
+
+def _release(kind, shape, lam, seed):
+    rng = np.random.default_rng(seed)
+    t = rk.Table(rng.poisson(lam, size=shape), dims=("region", "age"))
+    if kind == "margins":
+        return t, rk.MarginsOnly().protect(t)
+    base = int(kind.split("_")[1])
+    return t, rk.ControlledRounding(base, method="optimal").protect(t, rng)
+
+
+def _pmf(post, lo, hi):
+    return np.stack([post.prob(np.full(post.shape, v)).values for v in range(lo, hi + 1)], -1)
+
+
+CASES = [  # (kind, shape, mean, exact too)
+    ("rounding_3", (4, 4), 20, True),
+    ("margins", (6, 4), 8, True),
+    ("rounding_3", (8, 6), 15, False),
+    ("margins", (8, 6), 15, False),
+]
+
+
+def _gibbs(rel, **kw):
+    base = next(r for r in rel.mechanism.routes if r.name == "gibbs")
+    return BlockGibbs(base._windows, **kw)
+
+
+def _indicator_mcse(chains, lo, hi):
+    """arviz MCSE of Pr(cell = v) for every cell and v in lo..hi, from (chain, draw, r, c)."""
+    from riskengine import _arviz
+    az = _arviz.arviz()
+    vals = np.arange(lo, hi + 1)
+    ind = (chains[..., None] == vals).astype(float)          # (chain, draw, r, c, V)
+    ds = xr.Dataset({"p": (("chain", "draw", "r", "c", "v"), ind)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = az.mcse(ds)["p"].values
+    const = ind.min(axis=(0, 1)) == ind.max(axis=(0, 1))
+    return np.where(const, 0.0, m), ind.mean(axis=(0, 1))
+
+
+def validate(n_tables: int, repeats: int, seed: int = 0):
+    """Monte Carlo pmfs against the exact DP on random small tables: the share of
+    (cell, value) pairs within 4 MCSE; then, on a few tables, the MCSE against the
+    spread of the estimates over repeated runs with other seeds."""
+    rng = np.random.default_rng(seed)
+    within, total, worst = 0, 0, 0.0
+    kinds = ["margins", "rounding_3", "random_3"]
+    cases = []
+    t0 = time.perf_counter()
+    for k in range(n_tables):
+        kind = kinds[k % 3]
+        shape = (int(rng.integers(4, 6)), int(rng.integers(2, 4)))
+        T = rk.Table(rng.poisson(float(rng.uniform(2, 8)), size=shape), dims=("a", "b"))
+        rel = (rk.MarginsOnly().protect(T) if kind == "margins" else
+               rk.ControlledRounding(3, method="optimal").protect(T, rng) if kind == "rounding_3"
+               else rk.RandomRounding(3).protect(T, rng))
+        exact = rk.posterior(rel, route="dp")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mc = _gibbs(rel, warmup=200, draws=1000).run(rel, rk.priors.Uniform(), memory=4e9)
+        lo = int(min(exact.start.min(), mc.start.min()))
+        hi = int(max((exact.start + exact.width).max(), (mc.start + mc.width).max()))
+        mcse, p_mc = _indicator_mcse(mc.chains, lo, hi)
+        p_ex = _pmf(exact, lo, hi)
+        err = np.abs(p_mc - p_ex)
+        ok = err <= 4 * mcse + 1e-12
+        within += int(ok.sum())
+        total += ok.size
+        worst = max(worst, float((err / np.maximum(mcse, 1e-12)).max()))
+        cases.append((rel, exact, lo, hi))
+    t_val = time.perf_counter() - t0
+    print(f"validation: {n_tables} tables ({', '.join(kinds)}; 4-5 x 2-3, means 2-8), "
+          f"4 chains x 1000 draws: {within} of {total} (cell, value) pairs within 4 MCSE "
+          f"({100 * within / total:.2f}%), largest |error| / MCSE {worst:.1f}; {t_val:.0f} s")
+    ratios = []
+    for rel, exact, lo, hi in cases[:3]:
+        ests, ses = [], []
+        for r in range(repeats):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                mc = _gibbs(rel, warmup=200, draws=1000, seed=r).run(
+                    rel, rk.priors.Uniform(), memory=4e9)
+            mcse, p_mc = _indicator_mcse(mc.chains, lo, hi)
+            ests.append(p_mc)
+            ses.append(mcse)
+        ests, ses = np.array(ests), np.array(ses)
+        sd = ests.std(axis=0, ddof=1)
+        keep = sd > 0.005                   # pairs that vary enough to compare
+        ratios.append(float(np.median(ses.mean(axis=0)[keep] / sd[keep])))
+    print(f"MCSE / observed sd over {repeats} runs with other seeds (median over (cell, value) "
+          f"pairs with sd > 0.005), first 3 tables: {', '.join(f'{x:.2f}' for x in ratios)}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="only the cases the exact DP answers")
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--validate", type=int, metavar="N", default=0,
+                    help="also check N random small tables against the exact DP (4 MCSE)")
+    ap.add_argument("--repeats", type=int, default=20,
+                    help="runs with other seeds for the MCSE-vs-observed-error check")
+    ap.add_argument("--only-validate", action="store_true")
+    args = ap.parse_args(argv)
+    if args.validate:
+        validate(args.validate, args.repeats)
+        if args.only_validate:
+            return
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"python {platform.python_version()}")
+    t0 = time.perf_counter()
+    _, tiny = _release("margins", (4, 3), 3, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rk.posterior(tiny, route="gibbs")
+    print(f"warm-up (JIT compile or cache load, tiny table): {time.perf_counter() - t0:.2f} s")
+    rows = []
+    for kind, shape, lam, exact in CASES:
+        if args.quick and not exact:
+            continue
+        t, rel = _release(kind, shape, lam, 7)
+        t0 = time.perf_counter()
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            mc = rk.posterior(rel, route="gibbs", count=False)
+        t_mc = time.perf_counter() - t0
+        dg = mc.diagnostics.attrs
+        row = {"case": f"{kind.replace('_', ' base ')}", "size": f"{shape[0]}x{shape[1]}, mean "
+               f"{lam}", "gibbs s": f"{t_mc:.1f}", "max R-hat": f"{dg['max_rhat']:.4f}",
+               "min ESS bulk / tail": f"{dg['min_ess_bulk']:.0f} / {dg['min_ess_tail']:.0f}",
+               "warnings": str(len(w)),
+               "E[exact disclosures]": f"{float(mc.prob_exact(t).sum()):.2f}"}
+        if exact:
+            t0 = time.perf_counter()
+            ex = rk.posterior(rel, route="dp")
+            row["exact s"] = f"{time.perf_counter() - t0:.2f}"
+            lo = int(min(ex.start.min(), mc.start.min()))
+            hi = int(max((ex.start + ex.width).max(), (mc.start + mc.width).max()))
+            row["max |pmf diff|"] = f"{np.abs(_pmf(mc, lo, hi) - _pmf(ex, lo, hi)).max():.3f}"
+            z = np.abs(mc.mean().values - ex.mean().values) / np.maximum(
+                mc.diagnostics["mcse_mean"].values, 1e-12)
+            row["max |mean diff| / MCSE"] = f"{z.max():.2f}"
+            row["E[exact disclosures]"] += f" (exact {float(ex.prob_exact(t).sum()):.2f})"
+        else:
+            try:
+                select_route(rel, rk.priors.Uniform(), "dp")
+                row["exact s"] = "fits (not run)"
+            except ValueError as e:
+                need = str(e).split("needs ")[1].split(" (")[0] if "needs " in str(e) else "?"
+                row["exact s"] = f"refused (needs {need})"
+        rows.append(row)
+        print(row, flush=True)
+    if args.markdown:
+        cols = ["case", "size", "exact s", "gibbs s", "max R-hat", "min ESS bulk / tail",
+                "max |pmf diff|", "max |mean diff| / MCSE", "E[exact disclosures]", "warnings"]
+        print("| " + " | ".join(cols) + " |")
+        print("|" + "---|" * len(cols))
+        for r in rows:
+            print("| " + " | ".join(r.get(c, "-") for c in cols) + " |")
+
+
+if __name__ == "__main__":
+    main()

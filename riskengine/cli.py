@@ -101,7 +101,8 @@ def _risk_report(post, rel, truth, level: float) -> str:
     out.append("candidate original tables: " + (
         _count_text(post.n_candidates) if post.n_candidates is not None
         else post.attrs.get("n_candidates_note", "unknown")))
-    out.append(f"log evidence: {post.log_evidence:.6f}")
+    out.append("log evidence: " + (f"{post.log_evidence:.6f}" if np.isfinite(post.log_evidence)
+                                   else "not computed by this route"))
     if post.diagnostics is not None:
         out.append(_diagnostics_text(post))
     if truth is not None:

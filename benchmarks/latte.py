@@ -28,6 +28,7 @@ full per-cell posterior of De Loera's table (uniform prior) and its time.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import subprocess
@@ -169,6 +170,8 @@ def main(argv=None):
                     help="extra options for LattE's count, e.g. '--irrational-primal'")
     ap.add_argument("--no-posterior", action="store_true",
                     help="skip the De Loera posterior line")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="best of this many runs, for both tools (LattE: runs under 10 s)")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args(argv)
     exe = ensure_latte()
@@ -189,15 +192,21 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.keep or tmp)
         for k, (name, size, rel, known, series) in enumerate(instances(args.all)):
-            t1 = time.perf_counter()
-            ours = rk.count_candidates(rel)
-            t_ours = time.perf_counter() - t1
+            t_ours = math.inf
+            for _ in range(args.repeat):             # best of --repeat, each on a fresh
+                fresh = rk.Release.from_dict(rel.to_dict())   # release (no plan reused)
+                t1 = time.perf_counter()
+                ours = rk.count_candidates(fresh)
+                t_ours = min(t_ours, time.perf_counter() - t1)
             route = count_route(rel)
             if series in dead:
                 theirs, t_l, shown = None, None, "skipped (smaller case timed out)"
             else:
                 theirs, t_l = run_latte(exe, latte_input(rel), work, f"case{k}", args.timeout,
                                         args.latte_args.split())
+                for _ in range(args.repeat - 1 if theirs is not None and t_l < 10 else 0):
+                    t_l = min(t_l, run_latte(exe, latte_input(rel), work, f"case{k}",
+                                             args.timeout, args.latte_args.split())[1])
                 shown = f"{t_l:.2f}" + (" (limit)" if theirs is None else "")
                 if theirs is None and series is not None:
                     dead.add(series)

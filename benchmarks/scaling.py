@@ -121,9 +121,11 @@ def select(rel, what, memory=None):
     "posterior+count"), as ``rk.count_candidates`` / ``rk.posterior`` resolve it."""
     from riskengine.mechanisms._base import select_route
     try:
-        r, _ = select_route(rel, rk.priors.Uniform(), "auto", memory, what)
+        r, reason = select_route(rel, rk.priors.Uniform(), "auto", memory, what)
     except ValueError as e:
         return None, str(e)
+    if not r.exact:             # the exact frontier: a Monte Carlo route is not an answer here
+        return None, f"no exact route fits ({reason}); Monte Carlo route {r.name!r} would answer"
     return r.name, None
 
 
@@ -178,8 +180,12 @@ def child(rel, kind, base, task, memory=None):
             n = rk.count_candidates(rel, memory=memory)
             out.update(count=str(n), route=route)
         else:
-            post = rk.posterior(rel, memory=memory)
-            out.update(count=str(post.n_candidates), route=post.attrs["route"])
+            route, why = select(rel, "posterior+count", memory)
+            if why is not None:
+                raise ValueError(why)
+            t1 = time.perf_counter()
+            post = rk.posterior(rel, route=route, memory=memory)
+            out.update(count=str(post.n_candidates), route=route)
         out.update(status="ok", seconds=time.perf_counter() - t1)
     except ValueError as e:
         out.update(status="refused", seconds=time.perf_counter() - t1, message=str(e))

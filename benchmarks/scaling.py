@@ -338,12 +338,17 @@ def scaling_table(args) -> int:
                             continue
                         mod, exe = tool
                         name = f"{key}_{n}x{m}_{kind[0]}{base or 0}_{mean}"
-                        if key == "normaliz":
-                            got, dt = mod.run_normaliz(exe, mod.normaliz_input(rel), tmp.name,
-                                                       name, tool_limit)
-                        else:
-                            got, dt = mod.run_latte(exe, mod.latte_input(rel), tmp.name, name,
-                                                    tool_limit)
+                        try:
+                            if key == "normaliz":
+                                got, dt = mod.run_normaliz(exe, mod.normaliz_input(rel),
+                                                           tmp.name, name, tool_limit)
+                            else:
+                                got, dt = mod.run_latte(exe, mod.latte_input(rel), tmp.name,
+                                                        name, tool_limit)
+                        except RuntimeError as e:       # the tool failed on this instance
+                            why = str(e).splitlines()[-1].strip()[:60]
+                            extra.append(f"failed ({why})" if why else "failed")
+                            continue
                         if got is None:
                             dead.add((series, key))
                             extra.append(f"timeout (> {tool_limit:.0f} s)")

@@ -112,6 +112,18 @@ def _risk_report(post, rel, truth, level: float) -> str:
     return "\n".join(out)
 
 
+def _level(text: str) -> float:
+    """--level: a credible level in (0, 1]."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--level must be a number, got {text!r}") from None
+    if not 0.0 < x <= 1.0:
+        raise argparse.ArgumentTypeError(f"--level must be a probability in (0, 1] (e.g. "
+                                         f"0.95), got {text}")
+    return x
+
+
 def _diagnostics_text(post) -> str:
     """The Monte Carlo route's convergence, in words (R-hat, ESS, MCSE, the verdict)."""
     dg = post.diagnostics
@@ -378,7 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--route", default="auto",
                    help="inference route (default auto: the first that applies and fits)")
     a.add_argument("--memory", help="memory budget, e.g. 8GB (default: half the available)")
-    a.add_argument("--level", type=float, default=0.95, help="credible level")
+    a.add_argument("--level", type=_level, default=0.95, help="credible level")
     a.add_argument("--threshold", type=float, default=0.5,
                    help="the risk policy: FAIL when a cell's Pr(true value) (with --truth; "
                         "else Pr(best guess)) is >= this (default 0.5)")
@@ -436,7 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("--seed", type=int, default=None, help="random seed of the draws")
     an.add_argument("--truth", help="original table (CSV or netCDF): true values and their "
                     "posterior quantiles")
-    an.add_argument("--level", type=float, default=0.94, help="HDI probability (default 0.94)")
+    an.add_argument("--level", type=_level, default=0.94, help="HDI probability (default 0.94)")
     an.add_argument("--route", default="auto", help="inference route (default auto)")
     an.add_argument("--memory", help="memory budget, e.g. 8GB (default: half the available)")
     an.add_argument("--out", default="riskengine-out/analyze",

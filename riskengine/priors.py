@@ -336,6 +336,11 @@ _PARSERS = {
 }
 
 
+#: name -> (fewest, most values after the colon, the form)
+_FORMS = {"uniform": (0, 0, "uniform"), "flat": (0, 2, "flat[:LOW[,HIGH]]"),
+          "poisson": (1, 1, "poisson:RATE"), "negbin": (2, 2, "negbin:MEAN,DISPERSION")}
+
+
 def parse(text: str) -> Prior:
     """A prior from a short spec: ``uniform``, ``flat:LOW[,HIGH]``, ``poisson:RATE``,
     ``negbin:MEAN,DISPERSION``."""
@@ -344,7 +349,13 @@ def parse(text: str) -> Prior:
     if name not in _PARSERS:
         raise ValueError(f"unknown prior {text!r}; known: {', '.join(_PARSERS)} "
                          "(e.g. 'poisson:2.0', 'flat:1')")
+    vals = [x for x in args.split(",") if x.strip()] if args else []
+    lo, hi, form = _FORMS[name]
+    if not lo <= len(vals) <= hi:
+        raise ValueError(f"bad prior spec {text!r}: {name} takes {form} ({lo}"
+                         f"{'' if lo == hi else f' to {hi}'} value{'' if hi == 1 else 's'} "
+                         f"after the colon), got {len(vals)}")
     try:
-        return _PARSERS[name]([x for x in args.split(",") if x.strip()] if args else [])
+        return _PARSERS[name](vals)
     except (IndexError, ValueError, TypeError) as exc:
         raise ValueError(f"bad prior spec {text!r}: {exc}") from None

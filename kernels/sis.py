@@ -56,72 +56,13 @@ def _cell(rr, i, cj, cap, k, weights):
 
 
 @njit
-def sample(R, C, u):
-    """``log(1 / q)`` of each of ``u.shape[0]`` tables drawn with the uniforms ``u``
-    (n, r - 1, m - 1) in [0, 1)."""
-    r = R.shape[0]
-    m = C.shape[0]
-    n = u.shape[0]
-    out = np.zeros(n)
-    wmax = 1
-    for i in range(r):
-        wmax = max(wmax, R[i] + 1)
-    weights = np.empty(wmax)
-    rr = np.empty(r, np.int64)
-    for s in range(n):
-        for i in range(r):
-            rr[i] = R[i]
-        logq = 0.0
-        for j in range(m - 1):
-            k = m - 1 - j
-            cj = C[j]
-            cap = 0
-            for i in range(r):
-                cap += rr[i]
-            for i in range(r - 1):
-                cap -= rr[i]
-                lo, hi, lz = _cell(rr, i, cj, cap, k, weights)
-                # inverse cdf
-                target = u[s, i, j]
-                acc = 0.0
-                x = hi
-                for v in range(lo, hi + 1):
-                    acc += math.exp(weights[v - lo] - lz)
-                    if target < acc:
-                        x = v
-                        break
-                logq += weights[x - lo] - lz
-                rr[i] -= x
-                cj -= x
-            rr[r - 1] -= cj                    # the last row takes the column's rest
-        out[s] = -logq
-    return out
-
-
-@njit
-def log_proposal(R, C, T):
-    """``log q(T)`` of the table ``T`` (-inf when T does not have the margins)."""
+def _walk(R, C, u, T, draw, weights, rr):
+    """``log q`` of one table: drawn with the uniforms ``u`` (r - 1, m - 1) when ``draw``,
+    else the table ``T`` followed (-inf where it leaves the proposal's ranges)."""
     r = R.shape[0]
     m = C.shape[0]
     for i in range(r):
-        s = 0
-        for j in range(m):
-            if T[i, j] < 0:
-                return -np.inf
-            s += T[i, j]
-        if s != R[i]:
-            return -np.inf
-    for j in range(m):
-        s = 0
-        for i in range(r):
-            s += T[i, j]
-        if s != C[j]:
-            return -np.inf
-    wmax = 1
-    for i in range(r):
-        wmax = max(wmax, R[i] + 1)
-    weights = np.empty(wmax)
-    rr = R.copy()
+        rr[i] = R[i]
     logq = 0.0
     for j in range(m - 1):
         k = m - 1 - j
@@ -132,11 +73,52 @@ def log_proposal(R, C, T):
         for i in range(r - 1):
             cap -= rr[i]
             lo, hi, lz = _cell(rr, i, cj, cap, k, weights)
-            x = T[i, j]
-            if x < lo or x > hi:
-                return -np.inf
+            if draw:                               # inverse cdf
+                x = hi
+                acc = 0.0
+                for v in range(lo, hi + 1):
+                    acc += math.exp(weights[v - lo] - lz)
+                    if u[i, j] < acc:
+                        x = v
+                        break
+            else:
+                x = T[i, j]
+                if x < lo or x > hi:
+                    return -np.inf
             logq += weights[x - lo] - lz
             rr[i] -= x
             cj -= x
-        rr[r - 1] -= cj
+        rr[r - 1] -= cj                    # the last row takes the column's rest
     return logq
+
+
+@njit
+def sample(R, C, u):
+    """``log(1 / q)`` of each of ``u.shape[0]`` tables drawn with the uniforms ``u``
+    (n, r - 1, m - 1) in [0, 1)."""
+    n = u.shape[0]
+    out = np.zeros(n)
+    weights = np.empty(R.max() + 1)
+    rr = np.empty(R.shape[0], np.int64)
+    none = np.zeros((0, 0), np.int64)
+    for s in range(n):
+        out[s] = -_walk(R, C, u[s], none, True, weights, rr)
+    return out
+
+
+@njit
+def log_proposal(R, C, T):
+    """``log q(T)`` of the table ``T`` (-inf when T does not have the margins)."""
+    r = R.shape[0]
+    m = C.shape[0]
+    if (T < 0).any():
+        return -np.inf
+    for i in range(r):
+        if T[i].sum() != R[i]:
+            return -np.inf
+    for j in range(m):
+        if T[:, j].sum() != C[j]:
+            return -np.inf
+    weights = np.empty(R.max() + 1)
+    rr = np.empty(r, np.int64)
+    return _walk(R, C, np.zeros((0, 0)), T, False, weights, rr)

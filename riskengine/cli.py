@@ -270,15 +270,15 @@ def _cmd_protect(args) -> int:
 
 
 def _cmd_count(args) -> int:
-    from .inference.sis import _applies, estimate_count
+    from .inference.sis import applies, estimate_count
     rel = Release.load(args.release)
     prior = priors.parse(args.prior)
-    sis_fits = _applies(rel) is None and isinstance(prior, priors.Uniform)
+    sis_fits = applies(rel) is None and isinstance(prior, priors.Uniform)
     if args.sis is not None:
         if not sis_fits:
             raise ValueError("--sis estimates the number of tables of a margins-only 2-D "
                              "release under the uniform prior; "
-                             + (_applies(rel) or f"this prior is {prior!r}"))
+                             + (applies(rel) or f"this prior is {prior!r}"))
         print(estimate_count(rel, n=args.sis))
         return 0
     try:

@@ -25,13 +25,12 @@ the settings.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import warnings
 
 import numpy as np
 import xarray as xr
 
+from .._seeding import release_seed
 from ..mechanisms._base import Cost, Route
 from . import _label
 from . import table_dp as dp
@@ -45,12 +44,6 @@ ESS_MIN = 400
 
 class ConvergenceWarning(UserWarning):
     """A Monte Carlo posterior whose diagnostics say it has not converged."""
-
-
-def _seed(release, prior, settings) -> int:
-    text = json.dumps(release.to_dict(), sort_keys=True, default=str) + repr(prior) + \
-        repr(settings)
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
 
 
 def _block(win: dp.Windows, x: np.ndarray, rows, transpose: bool = False) -> dp.Windows:
@@ -140,7 +133,7 @@ class BlockGibbs(Route):
         r, c = win.cell_lo.shape
         settings = (self.chains, self.warmup, self.draws) + \
             (() if self.seed is None else (self.seed,))
-        rng = np.random.default_rng(_seed(release, prior, settings))
+        rng = np.random.default_rng(release_seed(release, prior, settings))
         starts = [ew.mode()] + [ew.mode(rng) for _ in range(self.chains - 1)]
         total = self.chains * (self.warmup + self.draws)
         out = np.zeros((self.chains, self.draws, r, c), np.int64)

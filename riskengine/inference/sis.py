@@ -28,7 +28,6 @@ Examples
 
 from __future__ import annotations
 
-import hashlib
 import math
 import warnings
 from dataclasses import dataclass
@@ -39,9 +38,10 @@ from scipy.special import logsumexp
 from kernels import sis as _k
 
 from .. import _validate as V
+from .._seeding import release_seed
 from .gibbs import ConvergenceWarning
 
-__all__ = ["CountEstimate", "estimate_count"]
+__all__ = ["CountEstimate", "applies", "estimate_count"]
 
 #: draws per kernel call (the uniforms of a batch: batch x (r - 1) x (m - 1) floats)
 _BATCH = 20000
@@ -83,7 +83,8 @@ class CountEstimate:
                    "uneven for this estimate to be trusted"))
 
 
-def _applies(release) -> str | None:
+def applies(release) -> str | None:
+    """None when SIS can estimate the count of ``release``, else why not."""
     if release.kind != "count" or len(release.dims) != 2:
         return "SIS counts cover 2-D count tables"
     if release.mechanism.name != "margins_only":
@@ -96,23 +97,17 @@ def _applies(release) -> str | None:
     return None
 
 
-def _seed(release) -> int:
-    import json
-    text = json.dumps(release.to_dict(), sort_keys=True, default=str)
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-
-
 def estimate_count(release, n: int = 10000, rng: np.random.Generator | None = None,
                    progress=None) -> CountEstimate:
     """Estimate the number of original tables consistent with a margins-only release of
     a 2-D table by sequential importance sampling (``n`` draws; ``rng`` default: seeded
     from the release, so the same release gives the same estimate)."""
-    why = _applies(release)
+    why = applies(release)
     if why is not None:
         raise ValueError(why)
     n = V.integer(n, "n", 2)
     if rng is None:
-        rng = np.random.default_rng(_seed(release))
+        rng = np.random.default_rng(release_seed(release))
     elif not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator (np.random.default_rng(seed)), "
                         f"got {type(rng).__name__}")

@@ -53,11 +53,11 @@ from .. import _validate as V
 from ..inference import windows as win
 from ..inference.enumerate_3d import Enumerate3D
 from ..inference.gibbs import BlockGibbs
+from ..inference.line import Line
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import Table, aligned, count_table
 from ._base import Mechanism, register
-from .random_rounding import Line
 
 __all__ = ["CellKey", "PTable"]
 
@@ -653,17 +653,6 @@ def entry_windows(release) -> win.EntryWindows:
     return win.EntryWindows(release.dims, release.shape, lo, lw, _APPROX if approx else "")
 
 
-class _Line(Line):
-    """The line route of :mod:`.random_rounding`; when the prior rules out every table of
-    a 1-D release with its total, the chain's log evidence is -inf and its normalisation
-    warns (inf - inf) before the route's own "no original table" error: silenced here so
-    that error is what the user sees."""
-
-    def run(self, release, prior, **kw):
-        with np.errstate(invalid="ignore"):
-            return super().run(release, prior, **kw)
-
-
 @register
 class CellKey(Mechanism):
     """The cell key method on a table of counts and every published total.
@@ -681,7 +670,7 @@ class CellKey(Mechanism):
     name = "cell_key"
     additive = False              # every total has its own key: the table does not add up
     aliases = ("cellkey", "ckm")
-    routes = (TableDP(entry_windows), Enumerate3D(entry_windows), _Line(entry_windows),
+    routes = (TableDP(entry_windows), Enumerate3D(entry_windows), Line(entry_windows),
               BlockGibbs(entry_windows))
 
     def __init__(self, ptable=None, D=None, V=None, js=0, pstay=None, mono=True,

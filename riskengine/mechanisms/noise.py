@@ -41,11 +41,11 @@ import numpy as np
 from .. import _validate as V
 from ..inference import windows as win
 from ..inference.enumerate_3d import Enumerate3D
+from ..inference.line import Line
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import count_table
 from ._base import Mechanism, register
-from .random_rounding import Line
 
 __all__ = ["NoisyCounts"]
 

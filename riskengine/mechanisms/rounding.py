@@ -77,6 +77,18 @@ def entry_windows(release) -> win.EntryWindows:
                             _UNBIASED_NOTE if mech.likelihood == "unbiased" else "")
 
 
+def check_multiples(release, B: int, why: str = "") -> None:
+    """Every published cell and total is a multiple of the rounding base ``B`` (else an
+    error naming the first value that is not, with ``why``)."""
+    for name, arr in [("published", release.published)] + [
+            (f"margin {k}", v) for k, v in release.margins.items()]:
+        a = np.atleast_1d(np.asarray(arr))
+        bad = a % B != 0
+        if bad.any():
+            raise ValueError(f"{name} value {int(a[bad][0])} is not a multiple of the "
+                             f"rounding base {B}{why}")
+
+
 @register
 class ControlledRounding(Mechanism):
     """Controlled rounding of a count table to base ``base``.
@@ -156,11 +168,4 @@ class ControlledRounding(Mechanism):
         pub = np.asarray(release.published, dtype=float)
         if np.isnan(pub).any():
             raise ValueError("a controlled-rounding release has no suppressed (NaN) cells")
-        B = self.base
-        for name, arr in [("published", release.published)] + [
-                (f"margin {k}", v) for k, v in release.margins.items()]:
-            a = np.atleast_1d(np.asarray(arr))
-            bad = a % B != 0
-            if bad.any():
-                raise ValueError(f"{name} value {int(a[bad][0])} is not a multiple of the "
-                                 f"rounding base {B}: a controlled rounding publishes multiples")
+        check_multiples(release, self.base, ": a controlled rounding publishes multiples")

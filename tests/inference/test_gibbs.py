@@ -51,6 +51,9 @@ CASES = [
     ("random rounding B=3 4x2", lambda t, rng: rk.RandomRounding(3).protect(t, rng),
      (4, 2), 5.0),
     ("margins 3x4 (transposed blocks)", lambda t, rng: rk.MarginsOnly().protect(t), (3, 4), 3.0),
+    # realistic counts: cells in the hundreds (the exact DP's windows stay narrow)
+    ("rounding B=5 4x2 mean 400", lambda t, rng: rk.ControlledRounding(5, method="optimal")
+     .protect(t, rng), (4, 2), 400.0),
 ]
 
 

@@ -28,8 +28,8 @@ from scipy import stats
 import riskengine as rk
 from riskengine.cli import main
 from riskengine.mechanisms import mechanism_from_dict
-from tests.mechanisms.test_random_rounding import check_against_reference
 from tests.reference import noise as ref
+from tests.reference.agreement import check_against_reference
 
 ALPHA = 1e-3          # false-alarm rate of each goodness-of-fit test
 BOX_TAIL = 1e-17      # noise mass beyond the brute force's box, per entry

@@ -25,6 +25,7 @@ import riskengine as rk
 from riskengine.cli import main
 from riskengine.mechanisms import mechanism_from_dict
 from tests.reference import noise as ref
+from tests.reference.agreement import check_against_reference
 from tests.reference.priors import random_prior
 
 ALPHA = 1e-3          # false-alarm rate of each goodness-of-fit test
@@ -112,26 +113,6 @@ def test_protect_keeps_labels_and_leaves_the_input_alone():
 
 
 # --- the posterior against the brute force ------------------------------------------------------
-
-
-def check_against_reference(rel, prior, res, note="", count=True):
-    """The posterior of ``rel`` under ``prior`` equals the enumeration ``res``: every
-    cell's pmf and every published total's (rtol 1e-9), the log evidence, and (``count``)
-    the number of candidates."""
-    if res["count"] == 0:
-        with pytest.raises(ValueError, match="no original"):
-            rk.posterior(rel, prior)
-        return None
-    post = rk.posterior(rel, prior)
-    assert ref.excess(post.start, post.probs, res["cells"]) <= 1, note
-    for keep, pmfs in res["totals"].items():
-        tp = post.totals[keep]
-        assert ref.excess(tp.start, tp.probs, pmfs) <= 1, (note, keep)
-    assert post.log_evidence == pytest.approx(res["log_z"], rel=1e-9, abs=1e-9), note
-    if count:
-        assert post.n_candidates == res["count"], (note, post.n_candidates, res["count"])
-        assert rk.count_candidates(rel, prior) == res["count"], note
-    return post
 
 
 SHAPES = [((2,), ("v",), None), ((3,), ("v",), None), ((3,), ("v",), []),

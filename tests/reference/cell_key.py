@@ -153,17 +153,3 @@ def posterior(ptab: dict, published, margins: dict, dims: tuple, spec: dict) -> 
     totals = {keep: {t: pmf(S[(slice(None), *t)]) for t in np.ndindex(*S.shape[1:])}
               for keep, S in sums.items()}
     return {"cells": cells, "totals": totals, "count": count, "log_z": log_z}
-
-
-def excess(start, probs, pmfs: dict, rtol: float = 1e-9, atol: float = 1e-12) -> float:
-    """Largest ``|got - want| / (atol + rtol want)`` between a posterior given as windows
-    (``start``: first value per entry, ``probs``: probabilities from there) and the
-    enumerated ``pmfs``; at most 1 when they agree within the tolerances."""
-    start, probs = np.asarray(start), np.asarray(probs)
-    worst = 0.0
-    for idx, pmf in pmfs.items():
-        got = {int(start[idx]) + j: float(p) for j, p in enumerate(probs[idx]) if p != 0.0}
-        for v in set(got) | set(pmf):
-            want = pmf.get(v, 0.0)
-            worst = max(worst, abs(got.get(v, 0.0) - want) / (atol + rtol * abs(want)))
-    return worst

@@ -181,20 +181,3 @@ def posterior(published, margins: dict, dims: tuple, loglik, spec: dict, lo, hi,
 
 
 # --- comparing a posterior with the enumeration ------------------------------------------------
-
-
-def excess(start, probs, pmfs: dict, rtol: float = 1e-9, atol: float = 1e-12) -> float:
-    """Largest ``|got - want| / (atol + rtol want)`` between a posterior given as windows
-    (``start``: first value per entry, ``probs``: probabilities from there) and the
-    enumerated ``pmfs`` ``{entry: {value: want}}``, over every value either one gives mass
-    (mass the posterior puts where the enumeration has none counts against it).  At most
-    1: they agree within the tolerances."""
-    start, probs = np.asarray(start), np.asarray(probs)
-    worst = 0.0
-    for idx, pmf in pmfs.items():
-        row = probs[idx]
-        got = {int(start[idx]) + j: float(p) for j, p in enumerate(row) if p != 0.0}
-        for v in set(got) | set(pmf):
-            want = pmf.get(v, 0.0)
-            worst = max(worst, abs(got.get(v, 0.0) - want) / (atol + rtol * abs(want)))
-    return worst

@@ -92,9 +92,12 @@ def _support(lo, lw):
 
 
 @njit
-def enumerate_3d_windows(I, J, K, cell_lo, cell_lw, m_lo, m_lw, ref_fixed, targets):
+def enumerate_3d_windows(I, J, K, cell_lo, cell_lw, m_lo, m_lw, ref_fixed, targets,
+                         max_steps=0):
     """Returns (count, total, ref, cell_hist (C, W), m_hist (M, Wm), tables (n, C)): the
-    total weight is ``total * exp(ref)``, the histograms in the same units.
+    total weight is ``total * exp(ref)``, the histograms in the same units.  ``max_steps``
+    > 0: give up after that many steps of the walk (a step enters or leaves one value of
+    one cell) and return ``count = -1``.
 
     Sampling: with ``ref_fixed`` (the ``ref`` of an earlier walk) and ``targets`` (sorted
     values in [0, total) of that walk), the walk keeps that reference and records, for each
@@ -142,7 +145,11 @@ def enumerate_3d_windows(I, J, K, cell_lo, cell_lw, m_lo, m_lw, ref_fixed, targe
     count = 0
     total = 0.0
     d = 0
+    steps = 0
     while d >= 0:
+        steps += 1
+        if max_steps > 0 and steps > max_steps:
+            return -1, total, ref, hist, mhist, tables
         i = d // (J * K)
         j = (d // K) % J
         k = d % K

@@ -32,7 +32,7 @@ import xarray as xr
 
 from .._seeding import release_seed
 from ..mechanisms._base import Cost, Route
-from . import _label
+from . import _label, gibbs3d
 from . import table_dp as dp
 
 __all__ = ["ESS_MIN", "RHAT_MAX", "BlockGibbs", "ConvergenceWarning"]
@@ -84,7 +84,8 @@ def _weight(win: dp.Windows, x: np.ndarray) -> float:
 
 class BlockGibbs(Route):
     """Blocked Gibbs sampler over 2-D tables with totals (rows redrawn in pairs by the
-    table DP).  ``windows(release) -> EntryWindows`` describes the mechanism."""
+    table DP) and 3-D tables with every 2-way margin (:mod:`.gibbs3d`).
+    ``windows(release) -> EntryWindows`` describes the mechanism."""
 
     name = "gibbs"
     exact = False
@@ -99,8 +100,10 @@ class BlockGibbs(Route):
         self.seed = seed
 
     def applies(self, release, prior):
-        if release.kind != "count" or len(release.dims) != 2 or release.groups:
-            return "the Gibbs route covers 2-D count tables without subtotals"
+        if release.kind != "count" or len(release.dims) not in (2, 3) or release.groups:
+            return "the Gibbs route covers 2-D and 3-D count tables without subtotals"
+        if len(release.dims) == 3:
+            return gibbs3d.applies(release)
         d0, d1 = release.dims
         missing = [k for k in ((d0,), (d1,), ()) if k not in release.margins]
         if missing:
@@ -111,10 +114,11 @@ class BlockGibbs(Route):
         return None
 
     def estimate(self, release, prior, what="posterior"):
-        r, c = release.shape
+        cells = int(np.prod(release.shape, dtype=np.int64))
         n = self.chains * self.draws
-        return Cost(float(8 * (n * r * c * 2 + 64 * r * c * 200) + 50e6),
-                    f"{self.chains} chains x {self.draws} draws of {r} x {c} tables")
+        return Cost(float(8 * (n * cells * 2 + 64 * cells * 200) + 50e6),
+                    f"{self.chains} chains x {self.draws} draws of "
+                    f"{' x '.join(map(str, release.shape))} tables")
 
     def _windows_for(self, release, prior):
         """Tilted DP windows with the rows along the longer dim (pairs of the shorter
@@ -129,11 +133,11 @@ class BlockGibbs(Route):
         return e, dp.from_entries(tilt), flip
 
     def run(self, release, prior, *, count=True, progress=None, memory):
+        if len(release.dims) == 3:
+            return self._run_3d(release, prior, progress)
         ew, win, flip = self._windows_for(release, prior)
         r, c = win.cell_lo.shape
-        settings = (self.chains, self.warmup, self.draws) + \
-            (() if self.seed is None else (self.seed,))
-        rng = np.random.default_rng(release_seed(release, prior, settings))
+        rng = self._rng(release, prior)
         starts = [ew.mode()] + [ew.mode(rng) for _ in range(self.chains - 1)]
         total = self.chains * (self.warmup + self.draws)
         out = np.zeros((self.chains, self.draws, r, c), np.int64)
@@ -172,12 +176,27 @@ class BlockGibbs(Route):
             out = np.swapaxes(out, 2, 3)
         return self._posterior(release, prior, out)
 
+    def _rng(self, release, prior):
+        settings = (self.chains, self.warmup, self.draws) + \
+            (() if self.seed is None else (self.seed,))
+        return np.random.default_rng(release_seed(release, prior, settings))
+
+    def _run_3d(self, release, prior, progress):
+        ew = self._windows(release).with_prior(prior, release.coords).trimmed()
+        if ew is None:
+            raise ValueError(f"no original table is consistent with this "
+                             f"{release.mechanism.name} release under this prior")
+        out = gibbs3d.chains(ew, self.chains, self.warmup, self.draws,
+                             self._rng(release, prior), progress)
+        return self._posterior(release, prior, out)
+
     def _posterior(self, release, prior, draws):
-        chains, n, r, c = draws.shape
+        chains, n = draws.shape[:2]
+        shape = draws.shape[2:]
         lo = draws.min(axis=(0, 1))
         W = int((draws.max(axis=(0, 1)) - lo).max()) + 1
-        flat = draws.reshape(chains * n, r, c) - lo
-        probs = np.zeros((r, c, W))
+        flat = draws.reshape((chains * n,) + shape) - lo
+        probs = np.zeros(shape + (W,))
         for w in range(W):
             probs[..., w] = (flat == w).mean(axis=0)
         diag = diagnostics(draws, lo, probs, release.dims, release.coords)
@@ -237,16 +256,18 @@ def diagnostics(draws: np.ndarray, lo: np.ndarray, probs: np.ndarray, dims, coor
         mcse, mcse_p = mc["value"].values, mc["at_mode"].values
     const = draws.min(axis=(0, 1)) == draws.max(axis=(0, 1))
     n = draws.shape[0] * draws.shape[1]
-    rhat = np.where(const, 1.0, rhat)
-    ess_b = np.where(const, n, ess_b)
-    ess_t = np.where(const, n, ess_t)
-    mcse = np.where(const, 0.0, mcse)
-    mcse_p = np.where(const, 0.0, mcse_p)
+    # a cell that varies but gets no finite diagnostic (chains each stuck on a different
+    # value: zero within-chain variance) has not converged: R-hat inf, ESS 0, MCSE inf
+    rhat = np.where(const, 1.0, np.where(np.isnan(rhat), np.inf, rhat))
+    ess_b = np.where(const, n, np.nan_to_num(ess_b, nan=0.0))
+    ess_t = np.where(const, n, np.nan_to_num(ess_t, nan=0.0))
+    mcse = np.where(const, 0.0, np.where(np.isnan(mcse), np.inf, mcse))
+    mcse_p = np.where(const, 0.0, np.where(np.isnan(mcse_p), np.inf, mcse_p))
     c = {d: coords[d] for d in dims}
     out = xr.Dataset({"rhat": (dims, rhat), "ess_bulk": (dims, ess_b),
                       "ess_tail": (dims, ess_t), "mcse_mean": (dims, mcse),
                       "mcse_max_prob": (dims, mcse_p)}, coords=c)
-    out.attrs.update(max_rhat=float(np.nanmax(rhat)), min_ess_bulk=float(np.nanmin(ess_b)),
-                     min_ess_tail=float(np.nanmin(ess_t)), chains=int(draws.shape[0]),
+    out.attrs.update(max_rhat=float(np.max(rhat)), min_ess_bulk=float(np.min(ess_b)),
+                     min_ess_tail=float(np.min(ess_t)), chains=int(draws.shape[0]),
                      draws=int(draws.shape[1]))
     return out

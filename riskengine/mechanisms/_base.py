@@ -65,10 +65,13 @@ def mechanism_from_dict(d: dict):
 
 @dataclass(frozen=True)
 class Cost:
-    """What a route plans to use: peak ``memory`` in bytes, and what was counted."""
+    """What a route plans to use: peak ``memory`` in bytes, and what was counted;
+    ``too_long``: why the route would run for longer than ``route="auto"`` waits (empty:
+    it will not), e.g. an enumeration that a probe found too large."""
 
     memory: float = 0.0
     detail: str = ""
+    too_long: str = ""
 
 
 class Route:
@@ -241,6 +244,10 @@ def select_route(release, prior, route: str = "auto", memory=None, what: str = "
         why = r.applies(release, prior)
         if why is None:
             cost = r.estimate(release, prior, what)
+            if cost.too_long and route == "auto":
+                skipped.append((r.name, cost.too_long + (
+                    f"; route={r.name!r} runs it to the end" if r.name else "")))
+                continue
             if cost.memory <= limit:
                 reason = ("requested" if route != "auto" else
                           "first route that applies within the memory budget"

@@ -1,0 +1,328 @@
+"""Markov chain moves over I x J x K count tables with windows on cells and totals.
+
+Plain arrays in, plain arrays out.  The table is a flat C-order int64 vector ``x`` of
+``I * J * K`` cells.  Cell windows: ``clo`` (first value) and ``cw`` (log-weights of the
+values from there, ``-inf`` outside).  Totals (2-way ij, ik, jk, 1-way i, j, k, grand, in
+that order, packed as :mod:`kernels.table_enum` packs them): ``mlo`` and ``mw`` the same
+way; ``tix[c]`` lists the seven totals cell ``c`` belongs to, ``tsum`` holds their current
+values.  Randomness is Numba's generator (per thread), seeded by :func:`seed`.
+
+Three move types, each leaving the target (product of every cell's and every total's
+window weight) invariant:
+
+* **2 x 2 x L blocks, exact.**  Two indices on each of two axes and the whole third axis
+  (length ``L``): with every total fixed, the block is a chain ``t_l`` (its first cell on
+  each line) with one sum constraint; forward filtering over ``l`` and backward sampling
+  redraws it from its exact conditional law.  Every degree-4 basic move (2 x 2 x 2) is a
+  special case.
+* **Degree-6 moves** (Metropolis): +1 / -1 on a 3 x 3 "cyclic" pattern in one layer and
+  the opposite in another; with the degree-4 moves they form the Markov basis of
+  3 x 3 x K tables with fixed 2-way margins (Aoki & Takemura 2003).
+* **Lines, exact** (Gibbs along a direction ``m``: ``x + t m`` redrawn over ``t``), with
+  ``m`` one cell, two cells of a line (+1 / -1) or a 2 x 2 pattern within a layer, every
+  total moving with them: needed when the totals are windows (rounding, noise, cell
+  key), where the moves above (which keep every total) cannot leave a total's value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import njit
+
+NEG = -np.inf
+
+
+@njit
+def seed(s):
+    np.random.seed(s)
+
+
+@njit
+def _lw(lo, w, row, v):
+    o = v - lo[row]
+    if o < 0 or o >= w.shape[1]:
+        return NEG
+    return w[row, o]
+
+
+@njit
+def _pick(p, n):
+    """Index drawn with probability proportional to ``p[:n]`` (nonnegative, sum > 0)."""
+    tot = 0.0
+    for i in range(n):
+        tot += p[i]
+    u = np.random.random() * tot
+    acc = 0.0
+    for i in range(n):
+        acc += p[i]
+        if u < acc and p[i] > 0:
+            return i
+    for i in range(n - 1, -1, -1):
+        if p[i] > 0:
+            return i
+    return n - 1
+
+
+@njit
+def _block(x, clo, cw, ia, ib, ic, id_, L):
+    """Redraw the 2 x 2 x L block with cells ia[l], ib[l] (one line), ic[l], id_[l]
+    (the other line), ia[l] + ib[l], ia[l] + ic[l], ic[l] + id_[l] and sum_l ia[l] fixed."""
+    P = np.empty(L, np.int64)
+    Q = np.empty(L, np.int64)
+    R = np.empty(L, np.int64)
+    tlo = np.empty(L, np.int64)
+    thi = np.empty(L, np.int64)
+    S = 0
+    for l in range(L):
+        a, b, c, d = x[ia[l]], x[ib[l]], x[ic[l]], x[id_[l]]
+        P[l], Q[l], R[l] = a + b, a + c, c + d
+        tlo[l] = max(0, Q[l] - R[l])
+        thi[l] = min(P[l], Q[l])
+        S += a
+    W = 0
+    for l in range(L):
+        W = max(W, thi[l] - tlo[l] + 1)
+    # weights of each line's values t = tlo .. thi (linear scale, largest 1)
+    wt = np.zeros((L, W))
+    for l in range(L):
+        m = NEG
+        n = thi[l] - tlo[l] + 1
+        for k in range(n):
+            t = tlo[l] + k
+            v = (_lw(clo, cw, ia[l], t) + _lw(clo, cw, ib[l], P[l] - t)
+                 + _lw(clo, cw, ic[l], Q[l] - t) + _lw(clo, cw, id_[l], R[l] - Q[l] + t))
+            wt[l, k] = v
+            m = max(m, v)
+        for k in range(n):
+            wt[l, k] = np.exp(wt[l, k] - m) if wt[l, k] > NEG else 0.0
+        for k in range(n, W):
+            wt[l, k] = 0.0
+    # prefix sums s_l = t_0 + .. + t_l lie in [smin_l, smax_l] and must leave room for
+    # the rest: S - s_l in [rest_lo_l, rest_hi_l]
+    rlo = np.zeros(L + 1, np.int64)
+    rhi = np.zeros(L + 1, np.int64)
+    for l in range(L - 1, -1, -1):
+        rlo[l] = rlo[l + 1] + tlo[l]
+        rhi[l] = rhi[l + 1] + thi[l]
+    F = np.zeros((L, S + 1))
+    for k in range(thi[0] - tlo[0] + 1):
+        s = tlo[0] + k
+        if s <= S and S - s >= rlo[1] and S - s <= rhi[1]:
+            F[0, s] = wt[0, k]
+    for l in range(1, L):
+        mx = 0.0
+        for s in range(S + 1):
+            if S - s < rlo[l + 1] or S - s > rhi[l + 1]:
+                continue
+            acc = 0.0
+            for k in range(thi[l] - tlo[l] + 1):
+                prev = s - tlo[l] - k
+                if prev < 0:
+                    break
+                acc += F[l - 1, prev] * wt[l, k]
+            F[l, s] = acc
+            mx = max(mx, acc)
+        if mx > 0:
+            for s in range(S + 1):
+                F[l, s] /= mx
+    if F[L - 1, S] <= 0:
+        return False
+    p = np.empty(W)
+    s = S
+    for l in range(L - 1, 0, -1):
+        n = thi[l] - tlo[l] + 1
+        for k in range(n):
+            prev = s - tlo[l] - k
+            p[k] = F[l - 1, prev] * wt[l, k] if prev >= 0 else 0.0
+        k = _pick(p, n)
+        t = tlo[l] + k
+        x[ia[l]], x[ib[l]], x[ic[l]], x[id_[l]] = t, P[l] - t, Q[l] - t, R[l] - Q[l] + t
+        s -= t
+    t = s
+    x[ia[0]], x[ib[0]], x[ic[0]], x[id_[0]] = t, P[0] - t, Q[0] - t, R[0] - Q[0] + t
+    return True
+
+
+@njit
+def _line(x, cells, coefs, nc, clo, cw, mlo, mw, tix, tsum, p, tid, tco):
+    """Redraw ``t`` in ``x + t m`` from its exact conditional law, ``m`` the direction with
+    coefficient ``coefs[i]`` on cell ``cells[i]`` (``nc`` cells); the totals the cells
+    belong to move with them (``tid``, ``tco``: work space for them)."""
+    lo = -(1 << 40)
+    hi = 1 << 40
+    nt = 0
+    for i in range(nc):
+        c, g = cells[i], coefs[i]
+        a = clo[c] - x[c]                          # g t in [a, b]
+        b = clo[c] + cw.shape[1] - 1 - x[c]
+        a = max(a, -x[c])
+        if g > 0:
+            lo, hi = max(lo, -((-a) // g)), min(hi, b // g)
+        else:
+            lo, hi = max(lo, -(b // (-g))), min(hi, (-a) // (-g))
+        for k in range(7):
+            t = tix[c, k]
+            found = False
+            for u in range(nt):
+                if tid[u] == t:
+                    tco[u] += g
+                    found = True
+                    break
+            if not found:
+                tid[nt] = t
+                tco[nt] = g
+                nt += 1
+    for u in range(nt):
+        g = tco[u]
+        if g == 0:
+            continue
+        t = tid[u]
+        a = mlo[t] - tsum[t]
+        b = mlo[t] + mw.shape[1] - 1 - tsum[t]
+        if g > 0:
+            lo, hi = max(lo, -((-a) // g)), min(hi, b // g)
+        else:
+            lo, hi = max(lo, -(b // (-g))), min(hi, (-a) // (-g))
+    n = hi - lo + 1
+    if n <= 1:
+        return
+    if n > p.shape[0]:
+        p = np.empty(n)
+    m = NEG
+    for s in range(n):
+        step = lo + s
+        w = 0.0
+        for i in range(nc):
+            w += _lw(clo, cw, cells[i], x[cells[i]] + coefs[i] * step)
+        for u in range(nt):
+            if tco[u] != 0:
+                w += _lw(mlo, mw, tid[u], tsum[tid[u]] + tco[u] * step)
+        p[s] = w
+        m = max(m, w)
+    for s in range(n):
+        p[s] = np.exp(p[s] - m) if p[s] > NEG else 0.0
+    step = lo + _pick(p, n)
+    if step != 0:
+        for i in range(nc):
+            x[cells[i]] += coefs[i] * step
+        for u in range(nt):
+            tsum[tid[u]] += tco[u] * step
+
+
+@njit
+def _six(x, clo, cw, dims, strides):
+    """One Metropolis proposal of a degree-6 move (3 x 3 cyclic pattern in two layers)."""
+    o = np.random.randint(3)                  # the axis of the two layers
+    a1 = (o + 1) % 3
+    a2 = (o + 2) % 3
+    if dims[o] < 2 or dims[a1] < 3 or dims[a2] < 3:
+        return
+    r = np.random.permutation(dims[a1])[:3]
+    q = np.random.permutation(dims[a2])[:3]
+    z = np.random.permutation(dims[o])[:2]
+    idx = np.empty(12, np.int64)
+    dv = np.empty(12, np.int64)
+    n = 0
+    for layer in range(2):
+        sgn = 1 if layer == 0 else -1
+        for m in range(3):
+            base = z[layer] * strides[o] + r[m] * strides[a1]
+            idx[n] = base + q[m] * strides[a2]
+            dv[n] = sgn
+            n += 1
+            idx[n] = base + q[(m + 1) % 3] * strides[a2]
+            dv[n] = -sgn
+            n += 1
+    delta = 0.0
+    for i in range(12):
+        v = x[idx[i]]
+        new = _lw(clo, cw, idx[i], v + dv[i])
+        if new == NEG:
+            return
+        delta += new - _lw(clo, cw, idx[i], v)
+    if delta >= 0 or np.random.random() < np.exp(delta):
+        for i in range(12):
+            x[idx[i]] += dv[i]
+
+
+@njit
+def sweeps(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites, six):
+    """``n`` sweeps of the chain from ``x`` (modified in place); after each sweep, if
+    ``keep``, the table is copied into ``out[sweep]``.  A sweep: every pairing of two axes
+    (random pairs of indices on each) redrawn as 2 x 2 x L blocks along the third, if
+    ``six`` as many degree-6 proposals as blocks, and if ``sites`` every cell once in
+    random order.
+    Returns False if a block had no completion (the state left the support)."""
+    I, J, K = dims[0], dims[1], dims[2]
+    strides = np.array([J * K, K, 1], np.int64)
+    ncell = I * J * K
+    p = np.empty(64)
+    cells = np.zeros(4, np.int64)
+    coefs = np.zeros(4, np.int64)
+    tid = np.zeros(28, np.int64)
+    tco = np.zeros(28, np.int64)
+    for it in range(n):
+        nblocks = 0
+        for f in range(3):                    # the free axis
+            a1 = (f + 1) % 3
+            a2 = (f + 2) % 3
+            if dims[a1] < 2 or dims[a2] < 2:
+                continue
+            L = dims[f]
+            pa = np.random.permutation(dims[a1])
+            pb = np.random.permutation(dims[a2])
+            ia = np.empty(L, np.int64)
+            ib = np.empty(L, np.int64)
+            ic = np.empty(L, np.int64)
+            id_ = np.empty(L, np.int64)
+            for u in range(dims[a1] // 2):
+                p1, p2 = pa[2 * u], pa[2 * u + 1]
+                for v in range(dims[a2] // 2):
+                    q1, q2 = pb[2 * v], pb[2 * v + 1]
+                    for l in range(L):
+                        off = l * strides[f]
+                        ia[l] = off + p1 * strides[a1] + q1 * strides[a2]
+                        ib[l] = off + p1 * strides[a1] + q2 * strides[a2]
+                        ic[l] = off + p2 * strides[a1] + q1 * strides[a2]
+                        id_[l] = off + p2 * strides[a1] + q2 * strides[a2]
+                    if not _block(x, clo, cw, ia, ib, ic, id_, L):
+                        return False
+                    nblocks += 1
+        for _ in range(nblocks if six else 0):
+            _six(x, clo, cw, dims, strides)
+        if sites:
+            # totals that are windows move: every cell alone, with a partner on each of
+            # its lines, and 2 x 2 patterns within a layer (each line redrawn exactly)
+            for c in np.random.permutation(ncell):
+                cells[0] = c
+                coefs[0] = 1
+                _line(x, cells, coefs, 1, clo, cw, mlo, mw, tix, tsum, p, tid, tco)
+                ci = np.array([c // strides[0], (c // strides[1]) % dims[1], c % dims[2]])
+                for a in range(3):
+                    if dims[a] < 2:
+                        continue
+                    o = np.random.randint(dims[a] - 1)
+                    if o >= ci[a]:
+                        o += 1
+                    cells[1] = c + (o - ci[a]) * strides[a]
+                    coefs[1] = -1
+                    _line(x, cells, coefs, 2, clo, cw, mlo, mw, tix, tsum, p, tid, tco)
+                f = np.random.randint(3)
+                a1 = (f + 1) % 3
+                a2 = (f + 2) % 3
+                if dims[a1] >= 2 and dims[a2] >= 2:
+                    o1 = np.random.randint(dims[a1] - 1)
+                    if o1 >= ci[a1]:
+                        o1 += 1
+                    o2 = np.random.randint(dims[a2] - 1)
+                    if o2 >= ci[a2]:
+                        o2 += 1
+                    d1 = (o1 - ci[a1]) * strides[a1]
+                    d2 = (o2 - ci[a2]) * strides[a2]
+                    cells[1], cells[2], cells[3] = c + d1, c + d2, c + d1 + d2
+                    coefs[1], coefs[2], coefs[3] = -1, -1, 1
+                    _line(x, cells, coefs, 4, clo, cw, mlo, mw, tix, tsum, p, tid, tco)
+        if keep:
+            out[it, :] = x
+    return True

@@ -1,0 +1,146 @@
+"""The chains of the Monte Carlo route on 3-D tables (every 2-way margin published).
+
+The moves are :mod:`kernels.gibbs3d`'s: exact redraws of 2 x 2 x L blocks (two indices on
+each of two axes, the whole third axis; every total kept), degree-6 Metropolis moves (with
+the blocks: the Markov basis of 3 x 3 x K tables with fixed 2-way margins, Aoki & Takemura
+2003) and, when some total is a window rather than a number (rounding, noise, cell key),
+exact single-cell redraws that move the totals with the cell.  Beyond 3 x 3 x K the
+move set is not proven to connect every candidate; the tests compare with exact
+enumeration on small tables and the chains start from dispersed random vertices
+(integer programs with random objectives, HiGHS), so that R-hat sees a chain stuck in
+one part of the candidate set.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+from kernels import gibbs3d
+
+from .enumerate_3d import _complete, order
+from .windows import EntryWindows
+
+__all__ = ["applies", "chains"]
+
+#: sweeps per kernel call (progress and Ctrl-C are looked at between calls)
+CHUNK = 25
+
+
+def applies(release) -> str | None:
+    missing = [k for k in order(release.dims)[:3] if k not in release.margins]
+    if missing:
+        return f"the 3-D Gibbs route needs every 2-way margin published; missing {missing}"
+    if release.groups:
+        return "the 3-D Gibbs route does not use published subtotals"
+    return None
+
+
+def _support(lo, lw):
+    """First and last value with finite weight of every window (flattened)."""
+    lw = lw.reshape(-1, lw.shape[-1])
+    fin = np.isfinite(lw)
+    first = np.argmax(fin, axis=-1)
+    last = lw.shape[-1] - 1 - np.argmax(fin[..., ::-1], axis=-1)
+    lo = np.ravel(lo)
+    return lo + first, lo + last
+
+
+def _packed(ew: EntryWindows):
+    """Plain arrays for the kernel: cell windows, the seven totals in kernel order packed
+    into one table of windows, and for every cell the rows of its seven totals."""
+    I, J, K = ew.shape
+    clo, clw = ew.interior
+    mlos, mlws = _complete(ew)
+    Wm = max(w.shape[-1] for w in mlws)
+    mlo = np.concatenate([np.ravel(x) for x in mlos]).astype(np.int64)
+    mw = np.concatenate([np.concatenate(
+        [w.reshape(-1, w.shape[-1]),
+         np.full((int(np.prod(w.shape[:-1], dtype=np.int64)), Wm - w.shape[-1]), -np.inf)],
+        axis=1) for w in mlws])
+    i, j, k = (a.ravel() for a in np.indices((I, J, K)))
+    sizes = [I * J, I * K, J * K, I, J, K, 1]
+    off = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    tix = np.stack([off[0] + i * J + j, off[1] + i * K + k, off[2] + j * K + k,
+                    off[3] + i, off[4] + j, off[5] + k, np.full(i.size, off[6])],
+                   axis=1).astype(np.int64)
+    return (np.ascontiguousarray(clo.ravel(), dtype=np.int64),
+            np.ascontiguousarray(clw.reshape(I * J * K, -1), dtype=float),
+            mlo, np.ascontiguousarray(mw), tix)
+
+
+def _totals(x, tix, n):
+    return np.bincount(tix.ravel(), weights=np.repeat(x, 7), minlength=n).astype(np.int64)
+
+
+def _weight(x, clo, cw, mlo, mw, tsum) -> float:
+    def at(lo, w, v):
+        o = v - lo
+        if np.any(o < 0) or np.any(o >= w.shape[1]):
+            return -np.inf
+        return float(w[np.arange(v.size), o].sum())
+    return at(clo, cw, x) + at(mlo, mw, tsum)
+
+
+def start(ew: EntryWindows, rng: np.random.Generator, tries: int = 20) -> np.ndarray:
+    """A random integer table in the windows' support: a vertex of the candidate
+    polytope's integer hull in a random direction (HiGHS MILP), re-drawn when it lands on
+    a value the windows exclude inside their range (a hole)."""
+    clo, cw, mlo, mw, tix = _packed(ew)
+    cmin, cmax = _support(clo, cw)
+    tmin, tmax = _support(mlo, mw)
+    n = clo.size
+    rows = tix.T.ravel()
+    A = sp.csr_array((np.ones(rows.size), (rows, np.tile(np.arange(n), 7))),
+                     shape=(mlo.size, n))
+    cons = LinearConstraint(A, tmin, tmax)
+    for _ in range(tries):
+        res = milp(rng.standard_normal(n), constraints=cons, integrality=np.ones(n),
+                   bounds=Bounds(cmin, cmax), options={"time_limit": 60})
+        if res.x is None:
+            break
+        x = np.rint(res.x).astype(np.int64)
+        if np.isfinite(_weight(x, clo, cw, mlo, mw, _totals(x, tix, mlo.size))):
+            return x.reshape(ew.shape)
+    raise ValueError("the 3-D Gibbs route found no starting table in the windows' support "
+                     "(integer program infeasible or only tables the windows exclude); no "
+                     "Monte Carlo answer")
+
+
+def chains(ew: EntryWindows, n_chains: int, warmup: int, draws: int,
+           rng: np.random.Generator, progress=None, degree6: bool = True) -> np.ndarray:
+    """Kept draws ``(chain, draw, I, J, K)`` of ``n_chains`` chains from dispersed starts
+    (``degree6=False``: without the degree-6 moves, a move set known to be reducible on
+    some candidate sets; for tests of the diagnostics)."""
+    clo, cw, mlo, mw, tix = _packed(ew)
+    exact_totals = all(np.isfinite(w).sum(axis=-1).max() <= 1
+                       for k, w in ew.lw.items() if k != ew.dims and len(k) == 2)
+    dims = np.array(ew.shape, np.int64)
+    out = np.zeros((n_chains, draws, clo.size), np.int64)
+    total = n_chains * (warmup + draws)
+    done = 0
+    for ch in range(n_chains):
+        x = start(ew, rng).ravel().copy()
+        tsum = _totals(x, tix, mlo.size)
+        gibbs3d.seed(int(rng.integers(2**31 - 1)))
+        it = 0
+        while it < warmup + draws:
+            n = min(CHUNK, warmup + draws - it)
+            keep = it >= warmup
+            # a chunk never straddles the end of the warm-up
+            if not keep and it + n > warmup:
+                n = warmup - it
+            buf = out[ch, it - warmup:it - warmup + n] if keep else np.zeros((1, 1), np.int64)
+            ok = gibbs3d.sweeps(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, buf,
+                                not exact_totals, degree6)
+            if not ok:
+                raise RuntimeError(f"internal error: 3-D Gibbs chain {ch} left the support")
+            it += n
+            done += n
+            if progress is not None:
+                progress(done, total)
+        if not np.isfinite(_weight(x, clo, cw, mlo, mw, tsum)) or \
+                not np.array_equal(tsum, _totals(x, tix, mlo.size)):
+            raise RuntimeError(f"internal error: 3-D Gibbs chain {ch} left the support")
+    return out.reshape((n_chains, draws) + tuple(ew.shape))

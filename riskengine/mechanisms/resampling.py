@@ -3,21 +3,41 @@
 ``Bootstrap(M, S)`` (Heer): n = grand total; draw M multinomial(n, x/n) tables,
 average them and round each cell to the nearest integer (halves up); if any cell
 with x > 0 leaves its quality interval [l(x), u(x)] (|x^M - x| <= S sqrt(x(1 - x/n)))
-the whole draw is regenerated.  Zeros stay zero.
+the whole draw is regenerated.  Zeros stay zero.  The release publishes the rounded
+table and n.
 
 ``BinomialPerturbation(S, preserve)`` (seed 001, section 3.1): each cell with
 x > 0 is drawn from binomial(n, x/n) truncated to [l(x), u(x)]; the compensation
 stage then removes (adds) units one at a time from (to) cells chosen with
 probability proportional to their room above l(x) (below u(x)) until the grand
-total (each row total, each column total) is restored.
+total (each row total, each column total) is restored.  With ``preserve="rows"``
+(``"columns"``) each row (column) is its own table: its n is the row (column) total.
+The release publishes the table, n and the preserved totals.
 
-Likelihood (exact per cell, no simulation): the law of the published value given
-the original, renormalised to the quality interval.  Bootstrap: the sum of the
-M draws of a cell is binomial(nM, x/n), so the published value is its rounded
-average.  Binomial: the truncated binomial; the compensation stage is *not* in
-this likelihood.  The posterior treats cells independently (prior x per-cell
-likelihood); this ignores the whole-table regeneration and the compensation
-stage, an approximation measured in ``studies/resampling``.
+Two likelihoods, two routes:
+
+``joint`` (exact, :meth:`log_likelihood`): the law of the whole published table given
+the whole original.  Bootstrap: the sum of the M tables is one multinomial(nM, x/n)
+table Y, so Pr(release | x) = Pr(Y in the published box) / Pr(Y in the quality region),
+both multinomial box probabilities (a cell publishing k has Y in [ceil(M(k - 1/2)),
+ceil(M(k + 1/2)) - 1]; the quality region is the box of the published values in
+[l(x), u(x)]; cells with x = 0 have Y = 0), computed exactly in log space by
+``kernels.multinomial_box``.  Binomial: the truncated binomials and the compensation
+stage together, exactly (the units the compensation moves are multivariate
+hypergeometric given the first stage; see ``kernels/multinomial_box.py``), a product
+over the groups whose totals are preserved.  The candidates are finite whatever the
+prior: n (and every preserved total) is published, so every cell lies in 0..n; the
+route enumerates them (``riskengine.inference.joint``) when that fits its work limit.
+
+``cells`` (fast approximation, :meth:`log_likelihood_cells`): each cell on its own,
+the law of its published value given its original, renormalised to its quality
+interval.  Bootstrap: the cell's sum over the M draws is binomial(nM, x/n), its
+published value the rounded average.  Binomial: the truncated binomial.  This treats
+the cells as independent: it ignores that they share n and the whole-table
+regeneration (bootstrap) and leaves out the compensation stage (binomial); its
+error against the exact joint posterior is measured in ``studies/resampling``.
+``route="auto"`` takes ``joint`` when it fits and ``cells`` otherwise; a ``cells``
+posterior says so in ``attrs["approximation"]``.
 """
 
 from __future__ import annotations
@@ -27,8 +47,12 @@ import numbers
 import numpy as np
 from scipy import stats
 
+from kernels import multinomial_box as mbox
+from kernels._jit import threads_for
+
 from .. import _validate as V
 from ..inference.cells import CellWindows, IndependentCells
+from ..inference.joint import Group, JointEnumeration, JointModel
 from ..release import Release
 from ..table import count_table
 from ._base import Mechanism, register
@@ -37,12 +61,13 @@ __all__ = ["BinomialPerturbation", "Bootstrap"]
 
 PRESERVE = ("total", "rows", "columns")
 
-_INDEPENDENT_NOTE = ("cells treated as independent (product of per-cell likelihoods); see "
-                     "studies/resampling")
-
 
 def _cell_windows(release):
     return release.mechanism.cell_windows(release)
+
+
+def _joint_model(release, max_values):
+    return release.mechanism.joint_model(release, max_values)
 
 
 def quality_interval(x, n, S):
@@ -89,7 +114,9 @@ class _Resampling(Mechanism):
     """Shared per-cell likelihood of the resampling mechanisms."""
 
     additive = True
-    routes = (IndependentCells(_cell_windows),)
+    routes = (JointEnumeration(_joint_model), IndependentCells(_cell_windows))
+    #: what the per-cell route leaves out (``attrs["approximation"]`` of its posteriors)
+    _cells_note = ""
 
     def _cell_loglik(self, k, x, n):          # pragma: no cover - abstract
         raise NotImplementedError
@@ -132,7 +159,70 @@ class _Resampling(Mechanism):
         # the likelihood depends on (k, n) only: computed once per distinct pair
         ull = self.log_likelihood_cells(uniq[:, :1], uvals, uniq[:, 1:])
         ull = np.where(uvals <= uniq[:, 1:], ull, -np.inf)
-        return CellWindows(ulo, ull, inv.reshape(P.shape), _INDEPENDENT_NOTE)
+        return CellWindows(ulo, ull, inv.reshape(P.shape), self._cells_note)
+
+    # --- the exact joint likelihood ------------------------------------------------------
+    def _joint_groups(self, release) -> list:
+        """``[(flat cell indices, preserved total)]``: cells whose likelihood is one factor."""
+        raise NotImplementedError             # pragma: no cover
+
+    def _group_loglik(self, P, n: int, X) -> np.ndarray:
+        """log Pr(published ``P`` (K,) | original ``X[i]`` (C, K)) of one group of total n."""
+        raise NotImplementedError             # pragma: no cover
+
+    def _group_cost(self, n: int, width: int, K: int) -> float:
+        """Inner-loop steps of one :meth:`_group_loglik` (quality intervals <= ``width``)."""
+        raise NotImplementedError             # pragma: no cover
+
+    def log_likelihood(self, release, originals) -> np.ndarray:
+        """Exact log Pr(``release`` | original table), for one original or a stack
+        ``(..., *table shape)``; -inf where impossible (an original whose totals differ from
+        the published ones included).  See the module docstring."""
+        self.validate_release(release)
+        P = np.asarray(release.published, dtype=np.int64)
+        X = np.asarray(originals, dtype=np.int64)
+        if X.shape[X.ndim - P.ndim:] != P.shape:
+            raise ValueError(f"originals must end with the table shape {P.shape}, got {X.shape}")
+        lead = X.shape[:X.ndim - P.ndim]
+        X = X.reshape(-1, P.size)
+        out = np.zeros(len(X))
+        for cells, n in self._joint_groups(release):
+            Xg = np.ascontiguousarray(X[:, cells])
+            ok = (Xg >= 0).all(axis=1) & (Xg.sum(axis=1) == n)
+            ll = np.full(len(X), -np.inf)
+            if ok.any():
+                ll[ok] = self._group_loglik(P.reshape(-1)[cells], n, Xg[ok])
+            out += ll
+        return out.reshape(lead)
+
+    def joint_model(self, release, max_values=None):
+        """The release as the joint route's groups (:class:`~riskengine.inference.joint.Group`):
+        per group, the values each cell can take (x = 0 only where 0 is published; x > 0
+        where the published value is in [l(x), u(x)] with the group's n) and the exact
+        likelihood.  The support is finite whatever the prior: each group's total is
+        published, so its cells lie in 0..n.  With ``max_values``: only the reason
+        (``refusal``) when the groups hold more (cell, value) pairs than that."""
+        P = np.asarray(release.published, dtype=np.int64).reshape(-1)
+        parts = self._joint_groups(release)
+        values = sum(len(cells) * (int(n) + 1) for cells, n in parts)
+        if max_values is not None and values > max_values:
+            return JointModel(refusal=f"{values:.3g} (cell, original value) pairs (cells x "
+                              f"(n + 1)), more than the joint enumeration looks at "
+                              f"({max_values:.0e})")
+        groups = []
+        for cells, n in parts:
+            n = int(n)
+            x = np.arange(n + 1)
+            lo, hi = quality_interval(x, max(n, 1), self.S)
+            k = P[cells][:, None]
+            allowed = np.where(x == 0, k == 0, (lo <= k) & (k <= hi))
+            used = allowed.any(axis=0)
+            width = int((hi - lo)[used].max()) + 1 if used.any() else 1
+            Pg = P[cells].copy()
+            groups.append(Group(cells=np.asarray(cells), total=n, allowed=allowed,
+                                loglik=lambda X, Pg=Pg, n=n: self._group_loglik(Pg, n, X),
+                                cost=self._group_cost(n, width, len(cells))))
+        return JointModel(tuple(groups))
 
     def _margins_needed(self, dims) -> tuple:
         """The published totals this mechanism's likelihood uses (and nothing else)."""
@@ -215,6 +305,47 @@ class Bootstrap(_Resampling):
                       coords=table.coords, kind="count")
         rel.info["regenerations"] = attempt
         return rel
+
+    _cells_note = ("per-cell likelihoods, cells treated as independent: ignores that the cells "
+                   "share n and the whole-table regeneration (route 'joint' is exact; "
+                   "studies/resampling measures the error)")
+
+    def _joint_groups(self, release):
+        return [(np.arange(int(np.prod(release.shape, dtype=np.int64))),
+                 int(self._n_for_cells(release)))]
+
+    def _group_loglik(self, P, n, X):
+        """Pr(Y in the published box) / Pr(Y in the quality region), Y ~ multinomial(nM, x/n)
+        (the sum of the M bootstrap tables)."""
+        M = self.M
+        pos = X > 0
+        lo, hi = quality_interval(X, max(n, 1), self.S)
+        with np.errstate(divide="ignore"):
+            logp = np.where(pos, np.log(np.maximum(X, 1)) - np.log(max(n, 1)), -np.inf)
+
+        def first(k):   # smallest Y with round_half_up(Y / M) >= k: ceil(M (k - 1/2))
+            return (M * (2 * k - 1) + 1) // 2
+
+        Pb = np.broadcast_to(P, X.shape)
+        qa = np.where(pos, first(lo), 0)
+        qb = np.where(pos, first(hi + 1) - 1, 0)
+        na = np.where(pos, np.maximum(first(Pb), qa), 0)
+        nb = np.where(pos, np.minimum(first(Pb + 1) - 1, qb), 0)
+        bad = ((~pos & (Pb != 0)) | (pos & ((Pb < lo) | (Pb > hi)))).any(axis=1)
+        out = np.full(len(X), -np.inf)
+        if (~bad).any():
+            N = n * M
+            ok = ~bad
+            with threads_for(float(ok.sum()) * self._group_cost(n, int((hi - lo).max()) + 1,
+                                                                X.shape[1])):
+                num = mbox.log_boxes(N, logp[ok], na[ok], nb[ok])
+                den = mbox.log_boxes(N, logp[ok], qa[ok], qb[ok])
+            out[ok] = num - den
+        return out
+
+    def _group_cost(self, n, width, K):
+        Mw = self.M * (width + 1)                # a cell's Y range in the quality region
+        return float(K * min(n * self.M + 1, K * Mw) * (Mw + self.M))
 
     def _n_for_cells(self, release):
         if () not in release.margins:
@@ -304,6 +435,33 @@ class BinomialPerturbation(_Resampling):
     def _cell_loglik(self, k, x, n, lo, hi):
         p = x / n
         return stats.binom.logpmf(k, n, p) - _log_binom_central(lo, hi, n, p)
+
+    _cells_note = ("per-cell likelihoods, cells treated as independent truncated binomials: "
+                   "leaves out the compensation stage (route 'joint' is exact; "
+                   "studies/resampling measures the error)")
+
+    def _joint_groups(self, release):
+        idx = np.arange(int(np.prod(release.shape, dtype=np.int64))).reshape(release.shape)
+        d = release.dims
+        if self.preserve == "total":
+            return [(idx.reshape(-1), int(release.margins[()]))]
+        if self.preserve == "rows":
+            tot = np.asarray(release.margins[(d[0],)], dtype=np.int64)
+            return [(idx[i], int(tot[i])) for i in range(idx.shape[0])]
+        tot = np.asarray(release.margins[(d[1],)], dtype=np.int64)
+        return [(idx[:, j], int(tot[j])) for j in range(idx.shape[1])]
+
+    def _group_loglik(self, P, n, X):
+        """Truncated binomials, then the compensation stage (exact: see
+        ``kernels/multinomial_box.py``)."""
+        lo, hi = quality_interval(X, max(n, 1), self.S)
+        P = np.ascontiguousarray(P, dtype=np.int64)
+        with threads_for(float(len(X)) * self._group_cost(n, int((hi - lo).max()) + 1,
+                                                          X.shape[1])):
+            return mbox.compensated_logliks(int(n), X, P, lo, hi)
+
+    def _group_cost(self, n, width, K):
+        return float(K * K * width * width / 2 + 2 * K * width)
 
 
 def _perturb_group(x: np.ndarray, S: float, rng: np.random.Generator) -> np.ndarray:

@@ -244,10 +244,10 @@ def test_resampling_cells(kind):
         note = f"{kind} {mech.describe()} {T0.tolist()} -> {rel.published.tolist()} {spec}"
         if res is None:
             with pytest.raises(ValueError, match="no original"):
-                rk.posterior(rel, prior)
+                rk.posterior(rel, prior, route="cells")
             continue
         cells, logz, count = res
-        post = rk.posterior(rel, prior)
+        post = rk.posterior(rel, prior, route="cells")
         assert np.all(np.isfinite(post.probs)), note
         assert post.n_candidates == count, (note, post.n_candidates, count)
         assert post.log_evidence == pytest.approx(logz, rel=1e-8, abs=1e-8), note

@@ -7,9 +7,14 @@ machine (see ``benchmarks/`` for the measured warm-up), and with
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 
 import numba as nb
+from numba.core import event as _event
+from numba.core.dispatcher import Dispatcher
+
+_PACKAGE = __name__.rpartition(".")[0]
 
 #: work (inner-loop iterations) below which a parallel kernel runs on one thread: starting
 #: the thread team costs more than it saves on small problems (and much more when the
@@ -38,3 +43,65 @@ def threads_for(work: float):
         yield
     finally:
         nb.set_num_threads(before)
+
+
+# --- compiling for the first time ------------------------------------------------------
+#: seconds each module's kernels take to compile on an empty cache, measured by
+#: ``riskengine warmup`` on the 2-core reference machine (2026-11-24); the first run on a
+#: machine states them while it compiles.  A module not listed: SECONDS_PER_KERNEL each.
+COMPILE_SECONDS = {"cyclic_enum": 12, "halves": 9, "table_dp": 8, "gibbs3d": 6,
+                   "multinomial_box": 4, "table_enum": 3, "network": 2, "sis": 1}
+SECONDS_PER_KERNEL = 2.0
+
+
+def compile_estimate(module: str) -> float:
+    """Seconds the kernels of ``module`` (``"kernels.table_dp"``) take to compile."""
+    name = module.rpartition(".")[2]
+    if name in COMPILE_SECONDS:
+        return COMPILE_SECONDS[name]
+    import sys
+    mod = sys.modules.get(module)
+    n = sum(isinstance(v, Dispatcher) for v in vars(mod).values()) if mod else 1
+    return SECONDS_PER_KERNEL * max(n, 1)
+
+
+class CompileWatch(_event.Listener):
+    """Numba compiling this package's kernels (cache misses only: a kernel loaded from
+    numba's cache is not compiled).  ``seconds``: compile time by module (nested compiles
+    counted in the outermost); ``count``: kernels compiled; ``first(module)`` is called
+    when a module's first kernel starts compiling."""
+
+    def __init__(self, first=None):
+        self.first = first
+        self.seconds: dict = {}
+        self.count = 0
+        self._stack: list = []
+
+    def on_start(self, event):
+        disp = event.data["dispatcher"]
+        module = getattr(getattr(disp, "py_func", None), "__module__", "") or ""
+        self._stack.append((module, time.perf_counter()))
+        if not module.startswith(_PACKAGE + "."):
+            return
+        self.count += 1
+        if module not in self.seconds:
+            self.seconds[module] = 0.0
+            if self.first is not None:
+                self.first(module)
+
+    def on_end(self, event):
+        module, t0 = self._stack.pop()
+        if not self._stack and module.startswith(_PACKAGE + "."):
+            self.seconds[module] = self.seconds.get(module, 0.0) + time.perf_counter() - t0
+
+
+@contextmanager
+def watch_compiles(first=None):
+    """``with watch_compiles(first) as w:`` records the kernels compiled inside the block
+    and calls ``first(module)`` when a module starts compiling (:class:`CompileWatch`)."""
+    watch = CompileWatch(first)
+    _event.register("numba:compile", watch)
+    try:
+        yield watch
+    finally:
+        _event.unregister("numba:compile", watch)

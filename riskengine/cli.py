@@ -9,39 +9,44 @@
     riskengine compare [CONFIG.toml] [--out DIR] [--draws N] [--seed S] [--no-report]
     riskengine simulate [CONFIG.toml] [--out DIR] [--n-tables N] [--scheduler S] [--seed S]
                         [--no-report]
+    riskengine warmup
 
 ``assess`` with no arguments runs the bundled example of seed 003 (Duncan &
 Roehrig): the published perturbed 4 x 4 table, its diagonal cycle set,
 alpha = beta = 1/4, and the original table as the truth.  ``assess`` writes
-``posterior.nc`` and the HTML report (``report.html`` + PNGs) into ``--out``.
+``posterior.nc`` and the HTML report (``assess.html`` + PNGs) into ``--out``.
 ``compare`` and ``simulate`` read a TOML config (format: ``riskengine._config``;
 bundled examples ``compare_example.toml`` / ``simulate_example.toml`` run when no
-config is given) and write ``compare.nc`` / ``simulate.nc`` and the report into
-``--out``.  ``analyze`` draws original tables from the posterior and reports the posterior of
+config is given) and write ``compare.nc`` / ``simulate.nc`` and the report
+(``compare.html`` / ``simulate.html``) into ``--out``.  ``analyze`` draws original tables from the posterior and reports the posterior of
 statistics of the table (``--statistic``, repeatable: chi2, chi2_pvalue, g2, g2_pvalue,
 cramers_v, row_proportions, col_proportions, loglinear,
-log_odds_ratio:DIM=A,B;DIM=C,D), writing ``analysis.nc`` and its report into ``--out``
+log_odds_ratio:DIM=A,B;DIM=C,D), writing ``analysis.nc`` and its report (``analyze.html``) into ``--out``
 (default ``riskengine-out/analyze``; the bundled example without a release).
-``report`` turns any results netCDF (assess, compare, simulate) into
-the report.  Bad input: exit code 2 and one line on stderr.
+``report`` turns any results netCDF (assess, compare, simulate, analyze) into
+the report of its kind.  Each command writes its own report name, so one folder holds
+them all; ``--no-report`` removes that command's earlier report from the folder.
+``warmup`` compiles every numerical kernel ahead (e.g. in a container build): the
+first run on a machine otherwise says so while it compiles.
+
+Every failure a user can cause (bad input, a file that is not there or not readable, a
+route that does not fit the memory budget) is one line on stderr,
+``riskengine: error: ...``, and exit code 2; where the library's message names the way
+forward, it is given as the command's option (``--memory``, ``--route``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import re
 import sys
 import time
-from importlib import resources
 from pathlib import Path
 
-import numpy as np
-
-from . import _config, priors
-from ._io import atomic_write_netcdf, read_table
+# only what the argument parser needs is imported here: `riskengine --help` and argument
+# errors answer without NumPy, xarray, SciPy or Numba (riskengine/__init__ does not load
+# the library for the console script; main() loads it when a subcommand runs)
 from ._version import __version__
-from .posterior import _count_text, count_candidates, posterior
-from .release import Release
 
 
 class _Progress:
@@ -69,6 +74,7 @@ class _Progress:
 
 
 def _bundled(name: str) -> Path:
+    from importlib import resources
     return Path(str(resources.files("riskengine.data") / name))
 
 
@@ -77,6 +83,9 @@ def _fmt_cell(labels) -> str:
 
 
 def _risk_report(post, rel, truth, level: float) -> str:
+    import numpy as np
+
+    from .posterior import _count_text
     ds = post.summary(truth, level)
     dims = post.dims
     header = ["cell", "published", "mode", "P(mode)", "P(true)" if truth is not None else None,
@@ -85,7 +94,8 @@ def _risk_report(post, rel, truth, level: float) -> str:
     rows = []
     for idx in np.ndindex(*post.shape):
         labels = [post.coords[d][i] for d, i in zip(dims, idx)]
-        pub = f"{int(ds['published'].values[idx])}" if "published" in ds else "-"
+        pv = ds["published"].values[idx] if "published" in ds else np.nan
+        pub = "-" if np.isnan(pv) else f"{int(pv)}"     # "-": not published (suppressed)
         r = [_fmt_cell(labels), pub,
              f"{int(ds['mode'].values[idx])}", f"{ds['max_prob'].values[idx]:.3f}"]
         if truth is not None:
@@ -140,6 +150,8 @@ def _diagnostics_text(post) -> str:
 def _release_and_truth(args, command: str) -> tuple:
     """The release (the bundled seed 003 example when none is given, with its original as
     the truth) and the true table of ``--truth``."""
+    from ._io import read_table
+    from .release import Release
     if args.release is None:
         rel = Release.load(_bundled("seed003_release.json"))
         truth_path = args.truth or _bundled("seed003_original.csv")
@@ -152,6 +164,9 @@ def _release_and_truth(args, command: str) -> tuple:
 
 
 def _cmd_assess(args) -> int:
+    from . import priors
+    from ._io import atomic_write_netcdf
+    from .posterior import posterior
     rel, truth = _release_and_truth(args, "assess")
     if truth is not None and truth.shape != rel.shape:
         raise ValueError(f"truth table has shape {truth.shape}, the release {rel.shape}")
@@ -170,7 +185,7 @@ def _cmd_assess(args) -> int:
         print("riskengine assess: --strict: the Monte Carlo posterior has not converged "
               f"({post.attrs.get('diagnostics')}); nothing written", file=sys.stderr)
         return 3
-    out = Path(args.out)
+    out = _out_dir(args.out)
     path = out / "posterior.nc"
     ds = post.to_dataset(truth, args.level)
     ds.attrs["threshold"] = args.threshold
@@ -186,6 +201,8 @@ def _cmd_assess(args) -> int:
         html = write_report(post, out, release=rel, truth=truth, level=args.level,
                             threshold=args.threshold, max_expected=args.max_expected)
         print(f"report written to {html}")
+    else:
+        _remove_report(out, "assess")
     if args.strict and not v.passed:
         print(f"riskengine assess: --strict: the verdict is FAIL ({'; '.join(v.reasons)})",
               file=sys.stderr)
@@ -194,6 +211,10 @@ def _cmd_assess(args) -> int:
 
 
 def _cmd_analyze(args) -> int:
+    import numpy as np
+
+    from . import priors
+    from ._io import atomic_write_netcdf
     from .analyze import DEFAULT, analyze
     rel, truth = _release_and_truth(args, "analyze")
     prior = priors.parse(args.prior)
@@ -218,7 +239,7 @@ def _cmd_analyze(args) -> int:
     print(f"{args.draws} draws ({kind}), route {post.attrs.get('route')}, prior "
           f"{post.attrs.get('prior')}, HDI level {args.level:g}; plugin = the statistic on "
           "the published table")
-    out = Path(args.out)
+    out = _out_dir(args.out)
     path = out / "analysis.nc"
     ds = res.to_dataset()
     if args.seed is not None:
@@ -227,14 +248,14 @@ def _cmd_analyze(args) -> int:
     ds.attrs["release"] = "; ".join(f"{k}: {v}" for k, v in describe_release(rel).items())
     atomic_write_netcdf(ds, path)
     print(f"results written to {path}")
-    _maybe_report(args, ds, path)
+    _maybe_report(args, ds, path, "analyze")
     return 0
 
 
 def _cmd_report(args) -> int:
     from .report import write_report
     src = Path(args.results)
-    html = write_report(src, Path(args.out) if args.out else src.parent)
+    html = write_report(src, _out_dir(args.out) if args.out else src.parent)
     print(f"report written to {html}")
     return 0
 
@@ -245,6 +266,7 @@ _LEGACY = ("design", "alpha", "beta", "rule", "base", "method", "likelihood")
 
 def _param(text: str) -> tuple:
     """``key=value`` with the value read as JSON where it parses (numbers, lists, true)."""
+    import json
     key, sep, val = text.partition("=")
     if not sep or not key.strip():
         raise ValueError(f"--param needs key=value, got {text!r}")
@@ -255,6 +277,10 @@ def _param(text: str) -> tuple:
 
 
 def _cmd_protect(args) -> int:
+    import numpy as np
+
+    from . import _config
+    from ._io import read_table
     table = read_table(args.table)
     params = dict(_param(p) for p in args.param or ())
     params.update({k: getattr(args, k) for k in _LEGACY if getattr(args, k) is not None})
@@ -270,7 +296,10 @@ def _cmd_protect(args) -> int:
 
 
 def _cmd_count(args) -> int:
+    from . import priors
     from .inference.sis import applies, estimate_count
+    from .posterior import count_candidates
+    from .release import Release
     rel = Release.load(args.release)
     prior = priors.parse(args.prior)
     sis_fits = applies(rel) is None and isinstance(prior, priors.Uniform)
@@ -286,31 +315,61 @@ def _cmd_count(args) -> int:
     except ValueError as e:
         if not (sis_fits and "memory budget" in str(e) and args.route == "auto"):
             raise
-        print(f"riskengine count: no exact count within the memory budget ({e}); "
-              "estimating by sequential importance sampling instead", file=sys.stderr)
+        print(f"riskengine count: no exact count within the memory budget "
+              f"({_cli_hints(str(e), args)}); estimating by sequential importance sampling "
+              "instead", file=sys.stderr)
         print(estimate_count(rel, n=10000))
     return 0
 
 
-def _maybe_report(args, ds, path) -> None:
+def _out_dir(out) -> Path:
+    """``--out``: a folder (created when results are written), not a file."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {str(out)!r} exists and is not a folder")
+    return out
+
+
+def _maybe_report(args, ds, path, kind: str) -> None:
     if getattr(args, "report", True):
         sys.stdout.flush()
         from .report import write_report
         html = write_report(ds, Path(path).parent)
         print(f"report written to {html}")
+    else:
+        _remove_report(Path(path).parent, kind)
+
+
+def _remove_report(out: Path, kind: str) -> None:
+    """``--no-report``: this command's report of an earlier run would describe other
+    results; it goes (with its plots)."""
+    from .report import remove_report
+    gone = remove_report(out, kind)
+    if gone:
+        print(f"earlier report removed: {', '.join(str(p) for p in gone)}")
 
 
 def _cmd_compare(args) -> int:
-    from .compare import compare
+    import warnings
+
+    import numpy as np
+
+    from . import _config
+    from ._io import atomic_write_netcdf
+    from .compare import MechanismFailed, compare
     cfg, base = _config.load(args.config or _bundled("compare_example.toml"))
     kw = _config.compare_args(cfg, base)
     seed = kw.pop("seed") if args.seed is None else args.seed
     kw.pop("seed", None)
     if args.draws is not None:
         kw["draws"] = args.draws
+    out = _out_dir(args.out)
     prog = _Progress("compare")
     try:
-        ds = compare(**kw, rng=np.random.default_rng(seed), progress=prog)
+        with warnings.catch_warnings():       # failures are printed below, one line each
+            warnings.simplefilter("ignore", MechanismFailed)
+            ds = compare(**kw, rng=np.random.default_rng(seed), progress=prog,
+                         memory=args.memory)
     finally:
         prog.close()
     ds.attrs["seed"] = seed
@@ -321,21 +380,34 @@ def _cmd_compare(args) -> int:
           f"draws: {ds.attrs['draws']}")
     print(f"{'mechanism'.ljust(w)}  {'risk':>8}  {'utility':>8}  {'E[exact]':>8}  "
           f"{'width':>8}  {'L1':>8}")
+    failed = {str(n): str(e) for n, e in zip(ds["mechanism"].values, ds["error"].values)
+              if str(e)}
     for n in names:
+        if n in failed:
+            print(f"{n.ljust(w)}  FAILED (see below)")
+            continue
         r = ds.sel(mechanism=n)
         print(f"{n.ljust(w)}  {float(r['risk']):8.4f}  {float(r['utility']):8.4f}  "
               f"{float(r['expected_exact'].mean()):8.3f}  "
               f"{float(r['interval_width'].mean()):8.3f}  {float(r['l1'].mean()):8.2f}")
     print("risk = mean P(true value) for the intruder; utility = 1/(1 + mean user "
           "interval width)")
-    path = Path(args.out) / "compare.nc"
+    path = out / "compare.nc"
     atomic_write_netcdf(ds, path)
     print(f"results written to {path}")
-    _maybe_report(args, ds, path)
-    return 0
+    _maybe_report(args, ds, path, "compare")
+    sys.stdout.flush()
+    for n, e in failed.items():            # the others were kept; the run still failed
+        print(f"riskengine: error: compare: mechanism {n!r} failed: {_cli_hints(e, args)}",
+              file=sys.stderr)
+    return 2 if failed else 0
 
 
 def _cmd_simulate(args) -> int:
+    import numpy as np
+
+    from . import _config
+    from ._io import atomic_write_netcdf
     from .simulate import calibration, simulate
     cfg, base = _config.load(args.config or _bundled("simulate_example.toml"))
     kw = _config.simulate_args(cfg, base)
@@ -345,6 +417,7 @@ def _cmd_simulate(args) -> int:
         kw["n_tables"] = args.n_tables
     if args.scheduler is not None:
         kw["scheduler"] = None if args.scheduler == "serial" else args.scheduler
+    out = _out_dir(args.out)
     prog = _Progress("simulate")
     try:
         ds = simulate(**kw, rng=np.random.default_rng(seed), progress=prog)
@@ -366,16 +439,151 @@ def _cmd_simulate(args) -> int:
             print(f"{float(c['lower']):5.1f}-{float(c['upper']):<5.1f}  {int(c['n']):7d}  "
                   f"{float(c['claimed']):8.4f}  {float(c['observed']):8.4f}  "
                   f"{float(c['se']):7.4f}")
-    path = Path(args.out) / "simulate.nc"
+    path = out / "simulate.nc"
     atomic_write_netcdf(ds, path)
     print(f"results written to {path}")
-    _maybe_report(args, ds, path)
+    _maybe_report(args, ds, path, "simulate")
+    return 0
+
+
+#: the tiny instance ``warmup`` protects with: parameters a mechanism needs beyond its
+#: defaults (a mechanism missing here that needs some is reported, not skipped silently)
+_WARMUP_PARAMS = {"controlled_rounding": {"base": 3}, "random_rounding": {"base": 3},
+                  "bootstrap": {"M": 3, "S": 2}, "binomial": {"S": 2},
+                  "cell_key": {"D": 2, "V": 1},
+                  "noisy_counts": {"scale": 0.3}}   # narrow windows: a small enumeration
+
+
+def _warmup_tables():
+    import numpy as np
+
+    from .table import Table
+    return [Table(np.array([[3, 1, 2], [2, 4, 1], [1, 2, 5]]), dims=("v", "w")),
+            Table(np.array([[[2, 1], [1, 3]], [[1, 2], [3, 1]]]), dims=("v", "w", "x")),
+            Table(np.array([3, 1, 4, 2]), dims=("v",))]
+
+
+def _warmup_mechanism(cls, tables, priors_, rng) -> set:
+    """Every route of ``cls`` that applies to a tiny release of each table: posterior,
+    count and a few draws.  Returns the routes run."""
+    import copy
+    import inspect
+
+    import numpy as np
+
+    from ._budget import budget
+    from .posterior import count_candidates, posterior
+    from .table import Table
+    ran = set()
+    if cls.name == "cyclic":     # its enumerator's kernels come per block of cycles: 4 x 4 too
+        tables = [*tables, Table(np.array([[5, 1, 3, 1], [2, 3, 1, 4], [3, 1, 2, 2],
+                                           [1, 4, 2, 2]]), dims=("v", "w"))]
+    for table in tables:
+        extra = {}
+        if "sensitive" in inspect.signature(cls.protect).parameters:   # suppression
+            sens = table.values == table.values.min()
+            extra = {"sensitive": sens, "protection": sens * 1.0}
+        try:
+            mech = cls.from_config(dict(_WARMUP_PARAMS.get(cls.name, {})), shape=table.shape,
+                                   dims=table.dims)
+            rel = mech.protect(table, rng, **extra)
+        except (ValueError, TypeError) as exc:
+            if "needs parameter" in str(exc):
+                raise ValueError(f"warmup: {exc}: add it to cli._WARMUP_PARAMS") from None
+            continue                       # the mechanism does not take tables of this shape
+        for prior in priors_:
+            for route in mech.routes:
+                if route.applies(rel, prior) is not None:
+                    continue
+                try:
+                    if not route.exact and hasattr(route, "draws"):   # Monte Carlo: short
+                        short = copy.copy(route)
+                        short.draws = short.warmup = 20
+                        post = short.run(rel, prior, count=False, memory=budget())
+                    else:
+                        post = posterior(rel, prior, route=route.name, count=False)
+                except ValueError:         # e.g. no candidate under this prior: no kernel ran
+                    continue
+                ran.add(route.name)
+                try:
+                    if route.counts:
+                        count_candidates(rel, prior, route=route.name)
+                except ValueError:         # no count (unbounded noise): no kernel ran
+                    pass
+                try:
+                    post.sample(3, rng)
+                except ValueError:         # no draws from this route
+                    pass
+    return ran
+
+
+def _warmup_grouped(table, priors_, rng) -> str:
+    """The grouped-subtotals route: a margins-only release whose rows come in two groups
+    with published subtotals (no mechanism's protect makes one)."""
+    import numpy as np
+
+    from .mechanisms.margins_only import MarginsOnly
+    from .posterior import count_candidates, posterior
+    from .release import Release
+    x = table.values
+    rel = Release(None, margins={("v",): x.sum(1), ("w",): x.sum(0), (): x.sum()},
+                  mechanism=MarginsOnly(), dims=("v", "w"), groups={"v": [[0, 1], [2]]},
+                  subtotals={("v", "w"): np.stack([x[:2].sum(0), x[2]]),
+                             ("v",): np.array([x[:2].sum(), x[2].sum()])})
+    for prior in priors_:
+        posterior(rel, prior, route="grouped-dp").sample(3, rng)
+        count_candidates(rel, prior, route="grouped-dp")
+    return "margins-only 3 x 3, rows in 2 groups: route grouped-dp"
+
+
+def _cmd_warmup(args) -> int:
+    import warnings
+
+    import numpy as np
+
+    from kernels._jit import watch_compiles
+
+    from . import priors
+    from .inference.sis import estimate_count
+    from .mechanisms import REGISTRY
+    print("riskengine warmup: a tiny instance of every inference route of every mechanism; "
+          "each numerical kernel compiles once for this machine or loads from numba's cache",
+          flush=True)
+    tables = _warmup_tables()
+    priors_ = (priors.Uniform(), priors.Poisson(2.0))
+    rng = np.random.default_rng(0)
+    start = time.perf_counter()
+    with watch_compiles() as watch, warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # tiny Monte Carlo runs do not converge: no matter
+        steps = [(name, cls) for name, cls in sorted(REGISTRY.items()) if cls.routes]
+        steps += [("grouped subtotals", "grouped"), ("count estimate (SIS)", "sis")]
+        for name, cls in steps:
+            t0, before = time.perf_counter(), dict(watch.seconds)
+            if cls == "grouped":
+                what = _warmup_grouped(tables[0], priors_, rng)
+            elif cls == "sis":
+                from .mechanisms.margins_only import MarginsOnly
+                estimate_count(MarginsOnly().protect(tables[0]), n=200)
+                what = "margins-only 3 x 3"
+            else:
+                ran = _warmup_mechanism(cls, tables, priors_, rng)
+                what = "routes " + (", ".join(sorted(ran)) or "none")
+            new = sorted(m.rpartition(".")[2] for m in watch.seconds if m not in before)
+            print(f"  {name:<20} {what}: {time.perf_counter() - t0:.1f} s"
+                  + (f" (compiled {', '.join(new)})" if new else ""), flush=True)
+    total = time.perf_counter() - start
+    compiled = ", ".join(f"{m.rpartition('.')[2]} {s:.1f} s"
+                         for m, s in sorted(watch.seconds.items(), key=lambda x: -x[1]))
+    print(f"warmup done in {total:.1f} s: " + (
+        f"{watch.count} kernel{'s' if watch.count > 1 else ''} compiled ({compiled}); the "
+        "rest loaded from the cache"
+        if watch.count else "every kernel loaded from numba's cache, nothing to compile"))
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="riskengine", description="Bayesian disclosure-risk "
-                                "analysis of statistical tables.")
+    p = _Parser(prog="riskengine", description="Bayesian disclosure-risk analysis of "
+                "statistical tables.")
     p.add_argument("--version", action="version", version=f"riskengine {__version__}")
     sub = p.add_subparsers(dest="command")
     a = sub.add_parser("assess", help="posterior risk of every cell of a release")
@@ -384,9 +592,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="uniform | flat:LOW[,HIGH] | poisson:RATE | negbin:MEAN,DISP")
     a.add_argument("--truth", help="original table (CSV or netCDF) for exact-disclosure risk")
     a.add_argument("--out", default="riskengine-out",
-                   help="output folder (posterior.nc, report.html and its PNGs)")
+                   help="output folder (posterior.nc, assess.html and its PNGs)")
     a.add_argument("--no-report", dest="report", action="store_false",
-                   help="write posterior.nc only, no HTML report and plots")
+                   help="write posterior.nc only, no HTML report and plots (an earlier "
+                        "assess.html in the folder is removed)")
     a.add_argument("--route", default="auto",
                    help="inference route (default auto: the first that applies and fits)")
     a.add_argument("--memory", help="memory budget, e.g. 8GB (default: half the available)")
@@ -452,33 +661,95 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("--route", default="auto", help="inference route (default auto)")
     an.add_argument("--memory", help="memory budget, e.g. 8GB (default: half the available)")
     an.add_argument("--out", default="riskengine-out/analyze",
-                    help="output folder (analysis.nc, report.html + PNGs)")
+                    help="output folder (analysis.nc, analyze.html + PNGs)")
     an.add_argument("--no-report", dest="report", action="store_false",
-                    help="write analysis.nc only, no HTML report and plots")
+                    help="write analysis.nc only, no HTML report and plots (an earlier "
+                         "analyze.html in the folder is removed)")
     an.set_defaults(func=_cmd_analyze)
-    cp = sub.add_parser("compare", help="risk and utility of several mechanisms on one table")
+    cp = sub.add_parser("compare", help="risk and utility of several mechanisms on one table",
+                        description="Risk and utility of several mechanisms on one table. A "
+                        "mechanism that fails (e.g. a release no route fits) is reported on "
+                        "stderr, in compare.nc and in the report; the others are kept and "
+                        "written, and the exit status is 2.")
     cp.add_argument("config", nargs="?", help="TOML config (default: bundled compare_example)")
-    cp.add_argument("--out", default="riskengine-out", help="output folder (compare.nc, report.html + PNGs)")
+    cp.add_argument("--out", default="riskengine-out",
+                    help="output folder (compare.nc, compare.html + PNGs)")
     cp.add_argument("--draws", type=int, help="override the config's draws")
     cp.add_argument("--seed", type=int, help="override the config's seed")
+    cp.add_argument("--memory", help="memory budget of each posterior, e.g. 8GB (default: "
+                    "half the available)")
     cp.add_argument("--no-report", dest="report", action="store_false",
-                    help="write the netCDF only, no HTML report and plots")
+                    help="write the netCDF only, no HTML report and plots (an earlier "
+                         "compare.html in the folder is removed)")
     cp.set_defaults(func=_cmd_compare)
     sm = sub.add_parser("simulate", help="intruder simulation: protect and attack many tables")
     sm.add_argument("config", nargs="?", help="TOML config (default: bundled simulate_example)")
-    sm.add_argument("--out", default="riskengine-out", help="output folder (simulate.nc, report.html + PNGs)")
+    sm.add_argument("--out", default="riskengine-out",
+                    help="output folder (simulate.nc, simulate.html + PNGs)")
     sm.add_argument("--n-tables", type=int, help="override the config's n_tables")
     sm.add_argument("--scheduler", help="serial | dask | tcp://host:port (overrides config)")
     sm.add_argument("--seed", type=int, help="override the config's seed")
     sm.add_argument("--no-report", dest="report", action="store_false",
-                    help="write the netCDF only, no HTML report and plots")
+                    help="write the netCDF only, no HTML report and plots (an earlier "
+                         "simulate.html in the folder is removed)")
     sm.set_defaults(func=_cmd_simulate)
     r = sub.add_parser("report", help="HTML report + PNG plots of a results netCDF "
-                       "(from assess, compare or simulate)")
+                       "(from assess, compare, simulate or analyze)")
     r.add_argument("results", help="results netCDF (e.g. riskengine-out/posterior.nc)")
-    r.add_argument("--out", help="output folder (default: the folder of RESULTS)")
+    r.add_argument("--out", help="output folder (default: the folder of RESULTS); the "
+                   "report is named after the kind of results (assess.html, compare.html, "
+                   "simulate.html, analyze.html)")
     r.set_defaults(func=_cmd_report)
+    w = sub.add_parser("warmup", help="compile every numerical kernel now (e.g. in a "
+                       "container build), so that no later run waits for it",
+                       description="Run a tiny instance of every inference route of every "
+                       "registered mechanism, which compiles each numerical kernel once for "
+                       "this machine (numba's cache keeps it) or loads it from the cache.")
+    w.set_defaults(func=_cmd_warmup)
     return p
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad argument reported as one line (exit code 2)."""
+
+    def error(self, message):
+        self.exit(2, f"riskengine: error: {message} (see {self.prog} --help)\n")
+
+
+#: arguments that name an input file: checked before the library loads (a fast answer)
+_INPUT_FILES = ("release", "truth", "table", "config", "results")
+
+
+def _check_inputs(args) -> None:
+    for name in _INPUT_FILES:
+        path = getattr(args, name, None)
+        if path is None:
+            continue
+        if not Path(path).exists():
+            raise FileNotFoundError(f"no such file: {path}")
+        if Path(path).is_dir():
+            raise IsADirectoryError(f"{path} is a folder; a file is needed")
+
+
+def _cli_hints(msg: str, args) -> str:
+    """The library's way forward in the command's words (``memory=`` -> ``--memory``)."""
+    if hasattr(args, "memory"):
+        msg = msg.replace("memory=", "--memory")
+    else:
+        msg = msg.replace("; raise memory= if the machine has more",
+                          f"; riskengine {args.command} uses the default memory budget "
+                          "(half the available memory)")
+    if hasattr(args, "route"):             # "routes that apply: gibbs, dp" (a named route)
+        msg = re.sub(r"(routes that apply: [\w-]+(?:, [\w-]+)*)",
+                     r"\1 (--route NAME chooses one)", msg)
+    return msg
+
+
+def _compiling(module: str) -> None:
+    from kernels._jit import compile_estimate
+    print(f"riskengine: compiling numerical kernels ({module.rpartition('.')[2]}) once for "
+          f"this machine, ~{compile_estimate(module):.0f} s (later runs load them from the "
+          "cache; riskengine warmup compiles them all ahead)", file=sys.stderr, flush=True)
 
 
 def main(argv=None) -> int:
@@ -488,11 +759,28 @@ def main(argv=None) -> int:
         parser.print_help()
         return 2
     try:
-        return args.func(args)
+        _check_inputs(args)
+        if args.command == "report":
+            return args.func(args)
+        from kernels._jit import watch_compiles
+
+        from .mechanisms import load
+        load()             # the mechanism registry (the console script's riskengine is lazy)
+        with watch_compiles(None if args.command == "warmup" else _compiling):
+            return args.func(args)
+    except KeyboardInterrupt:
+        print("riskengine: error: interrupted", file=sys.stderr)
+        return 130
+    except MemoryError as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else "an allocation failed"
+        tip = ("; a smaller --memory budget refuses routes that do not fit before they start"
+               if hasattr(args, "memory") else "")
+        print(f"riskengine: error: out of memory ({msg}){tip}", file=sys.stderr)
+        return 2
     except (ValueError, TypeError, FileNotFoundError, RuntimeError, FloatingPointError,
             OSError, KeyError, ImportError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"riskengine: error: {msg}", file=sys.stderr)
+        print(f"riskengine: error: {_cli_hints(msg, args)}", file=sys.stderr)
         return 2
 
 

@@ -10,10 +10,15 @@ are compared or in which order.  The release is attacked with the intruder's
 prior (risk) and read with the user's prior (utility).  Identical releases
 (deterministic mechanisms, or repeats) are analysed once.
 
+A mechanism that fails (its protection refuses the table, or no route fits one of its
+releases within the memory budget) does not stop the others: its numbers are NaN, the
+coordinate ``error`` holds why (``""`` for the mechanisms that worked), and a
+:class:`MechanismFailed` warning says so.  Only when every mechanism fails is it an error.
+
 Dataset schema (fixed; ``riskengine report`` plots it):
 
-- dims ``mechanism`` (coord: the names; non-index coord ``description``), ``draw``,
-  and the table dims;
+- dims ``mechanism`` (coord: the names; non-index coords ``description`` and ``error``,
+  the failure of a mechanism that failed, else ``""``), ``draw``, and the table dims;
 - ``risk`` (mechanism): mean over draws of ``risk_draw``;
   ``risk_draw`` (mechanism, draw): mean over interior cells of the intruder's ``prob_exact``;
 - ``utility`` (mechanism): mean over draws of ``utility_draw``;
@@ -28,6 +33,7 @@ Dataset schema (fixed; ``riskengine report`` plots it):
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import xarray as xr
@@ -38,7 +44,17 @@ from .analyze import analyze
 from .posterior import _prior, posterior
 from .table import Table
 
-__all__ = ["compare"]
+__all__ = ["MechanismFailed", "compare"]
+
+
+class MechanismFailed(UserWarning):
+    """A mechanism of :func:`compare` failed; the others' results are kept."""
+
+
+#: the failures of one mechanism that leave the others standing: a refusal (ValueError:
+#: bad parameters for this table, no route within the memory budget), a type the mechanism
+#: does not take, memory that ran out
+FAILURES = (ValueError, TypeError, MemoryError, FloatingPointError)
 
 _DETAIL = ("expected_exact", "max_prob_mean", "prob_small_mean", "prob_published_mean",
            "interval_width", "l1", "hellinger", "chi_square_change", "cramers_v_change",
@@ -84,22 +100,22 @@ def _check_mechanisms(mechanisms) -> dict:
     return dict(mechanisms)
 
 
-def _statistic_utility(rel, upost, truth, rng) -> tuple:
+def _statistic_utility(rel, upost, truth, rng, memory=None) -> tuple:
     """The user's HDI of Cramér's V: (width, covered), NaN where it cannot be drawn."""
     if truth.ndim < 2 or min(truth.shape) < 2:
         return float("nan"), float("nan")
     try:
         res = analyze(rel, None, "cramers_v", draws=ANALYSIS_DRAWS, rng=rng, truth=truth,
-                      level=ANALYSIS_LEVEL, post=upost)
+                      level=ANALYSIS_LEVEL, post=upost, memory=memory)
     except ValueError:                    # no draws from this route, or over the budget
         return float("nan"), float("nan")
     ds = res["cramers_v"]
     return float(ds["hdi_upper"] - ds["hdi_lower"]), float(bool(ds["covered"]))
 
 
-def _analyse(rel, truth, intruder, user, level, rng):
-    ipost = posterior(rel, intruder)
-    upost = ipost if user is intruder else posterior(rel, user)
+def _analyse(rel, truth, intruder, user, level, rng, memory=None):
+    ipost = posterior(rel, intruder, memory=memory)
+    upost = ipost if user is intruder else posterior(rel, user, memory=memory)
     pe = ipost.prob_exact(truth).values
     pp = ipost.prob_published().values
     u = M.utility(upost, truth, rel, level)
@@ -113,7 +129,7 @@ def _analyse(rel, truth, intruder, user, level, rng):
                                     "chi_square_change", "cramers_v_change")},
     }
     det["cramers_v_hdi_width"], det["cramers_v_covered"] = _statistic_utility(
-        rel, upost, truth, rng)
+        rel, upost, truth, rng, memory)
     pub = (np.full(truth.shape, np.nan) if rel.published is None
            else np.asarray(rel.published, dtype=float))
     return {"risk": float(pe.mean()), "utility": float(u["utility"]), "detail": det,
@@ -122,7 +138,7 @@ def _analyse(rel, truth, intruder, user, level, rng):
 
 def compare(table, mechanisms: dict, intruder=None, user=None, draws: int = 20,
             rng: np.random.Generator | None = None, progress=None,
-            level: float = 0.95) -> xr.Dataset:
+            level: float = 0.95, memory=None) -> xr.Dataset:
     """Risk and utility of each mechanism on ``table``, over ``draws`` protections.
 
     Parameters
@@ -140,11 +156,24 @@ def compare(table, mechanisms: dict, intruder=None, user=None, draws: int = 20,
     progress : callable(done, total) or None
     level : float
         Credible level of the interval widths.
+    memory : int or str, optional
+        Memory budget of each posterior (as for :func:`riskengine.posterior`).
 
     Returns
     -------
     xarray.Dataset
-        See the module docstring for the schema.
+        See the module docstring for the schema.  A mechanism that failed has NaN
+        numbers and its reason in the coordinate ``error`` (see the module docstring).
+
+    Raises
+    ------
+    ValueError
+        When every mechanism fails (the first one's reason).
+
+    Warns
+    -----
+    MechanismFailed
+        For each mechanism that failed while others worked.
 
     Examples
     --------
@@ -180,15 +209,24 @@ def compare(table, mechanisms: dict, intruder=None, user=None, draws: int = 20,
     det = {k: np.full((nm, draws), np.nan) for k in _DETAIL}
     pe = np.full((nm, draws) + shape, np.nan)
     pub = np.full((nm, draws) + shape, np.nan)
+    errors = [""] * nm
     total, done = nm * draws, 0
     for i, name in enumerate(names):
         cache: dict = {}
         for d in range(draws):
-            rel = mechanisms[name].protect(table, derived_rng(entropy, d))
-            key = json.dumps({k: v for k, v in rel.to_dict().items() if k != "info"})
-            if key not in cache:
-                cache[key] = _analyse(rel, truth, intruder, user, level,
-                                      derived_rng(entropy, d, 1))
+            try:
+                rel = mechanisms[name].protect(table, derived_rng(entropy, d))
+                key = json.dumps({k: v for k, v in rel.to_dict().items() if k != "info"})
+                if key not in cache:
+                    cache[key] = _analyse(rel, truth, intruder, user, level,
+                                          derived_rng(entropy, d, 1), memory)
+            except FAILURES as exc:            # this mechanism is out; the others go on
+                msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                errors[i] = f"draw {d}: {msg}"
+                done += draws - d
+                if progress is not None:
+                    progress(done, total)
+                break
             r = cache[key]
             risk[i, d], util[i, d] = r["risk"], r["utility"]
             for k in _DETAIL:
@@ -197,11 +235,21 @@ def compare(table, mechanisms: dict, intruder=None, user=None, draws: int = 20,
             done += 1
             if progress is not None:
                 progress(done, total)
+        if errors[i]:
+            for a in (risk, util, *det.values(), pe, pub):
+                a[i] = np.nan                  # no mean over the draws that did run
+    if all(errors):
+        raise ValueError(f"every mechanism failed; {names[0]!r}: {errors[0]}")
+    for name, err in zip(names, errors):
+        if err:
+            warnings.warn(f"compare: mechanism {name!r} failed ({err}); the other "
+                          "mechanisms' results are kept", MechanismFailed, stacklevel=2)
 
     md = ("mechanism", "draw")
     cell = md + table.dims
     coords = {"mechanism": names, "draw": np.arange(draws), **table.coords,
-              "description": ("mechanism", [_describe(mechanisms[n]) for n in names])}
+              "description": ("mechanism", [_describe(mechanisms[n]) for n in names]),
+              "error": ("mechanism", errors)}
     util_def = M.DEFINITIONS["utility"]
     data = {
         "risk": (("mechanism",), risk.mean(axis=1),

@@ -1,8 +1,11 @@
 """Self-contained HTML reports for the three uses: assess, compare, simulate.
 
 :func:`write_report` takes a result (an :class:`~riskengine.Posterior`, a result
-``xarray.Dataset`` or the path of its netCDF file) and writes ``report.html``
-plus each plot as a PNG into a folder.  The HTML needs nothing else: images are
+``xarray.Dataset`` or the path of its netCDF file) and writes the report, named after its
+kind (``assess.html``, ``compare.html``, ``simulate.html``, ``analyze.html``: one folder
+holds one of each), plus each plot as a PNG into a folder.  Each kind's plots have their
+own names (:data:`FIGURES`), so :func:`remove_report` can take a kind's report away with
+its plots.  The HTML needs nothing else: images are
 embedded as ``data:image/png;base64`` URIs, the style is inline, there is no
 script and no external reference, so the file can be mailed or archived alone.
 
@@ -15,6 +18,7 @@ recognised from the variables (``pmf`` -> assess, ``risk``/``utility`` over
 from __future__ import annotations
 
 import base64
+import fnmatch
 import html
 import io
 from pathlib import Path
@@ -26,11 +30,18 @@ from ._io import atomic_write_bytes
 from ._version import __version__
 from .simulate import calibration
 
-__all__ = ["KINDS", "KIND_ATTR", "describe_release", "render_report", "write_report"]
+__all__ = ["FIGURES", "KINDS", "KIND_ATTR", "describe_release", "remove_report",
+           "render_report", "report_name", "write_report"]
 
 #: the dataset attribute that says which kind of result a dataset is
 KIND_ATTR = "riskengine_kind"
 KINDS = ("assess", "compare", "simulate", "analyze")
+#: the PNG names (without ``.png``; shell patterns) each kind of report writes: no two
+#: kinds share one, so a folder holds every kind's report and plots side by side
+FIGURES = {"assess": ("heatmap_max_prob", "heatmap_prob_exact", "posterior_bars"),
+           "compare": ("ru_map",),
+           "simulate": ("calibration", "hit_rates"),
+           "analyze": ("statistic_*",)}
 _MAX_ROWS = 200  # per-cell tables longer than this show the riskiest rows only
 
 _CSS = """
@@ -80,8 +91,8 @@ def _png(fig) -> bytes:
 class _Doc:
     """HTML body parts plus the PNGs they embed."""
 
-    def __init__(self, title: str):
-        self.title = title
+    def __init__(self, title: str, kind: str):
+        self.title, self.kind = title, kind
         self.parts: list[str] = []
         self.images: dict[str, bytes] = {}
 
@@ -89,6 +100,9 @@ class _Doc:
         self.parts.append(s)
 
     def figure(self, name: str, fig, caption: str) -> None:
+        if not any(fnmatch.fnmatchcase(name, pat) for pat in FIGURES[self.kind]):
+            raise AssertionError(f"plot {name!r} of a {self.kind} report is not in "
+                                 f"report.FIGURES[{self.kind!r}]")
         data = _png(fig)
         self.images[f"{name}.png"] = data
         uri = "data:image/png;base64," + base64.b64encode(data).decode("ascii")
@@ -291,17 +305,36 @@ def _mean_se(a) -> str:
     return f"{a.mean():.4g} ± {a.std(ddof=1) / np.sqrt(a.size):.2g}"
 
 
+def _failures(ds: xr.Dataset) -> dict:
+    """``{mechanism: why}`` of the mechanisms a compare result records as failed."""
+    if "error" not in ds.coords:
+        return {}
+    out = {}
+    for n, e in zip(ds["mechanism"].values, ds["error"].values):
+        e = e.decode("utf-8") if isinstance(e, bytes) else str(e)
+        if e:
+            out[str(n)] = e
+    return out
+
+
 def _compare(doc: _Doc, ds: xr.Dataset) -> None:
     from . import plots
     names = [str(x) for x in ds["mechanism"].values]
+    failed = _failures(ds)
     setting = [("mechanisms", ", ".join(names))]
     if "draws" not in ds.attrs:
         setting.append(("draws", ds.sizes.get("draw", "-")))
+    if failed:
+        doc.add(f"<h2>Failed: {len(failed)} of {len(names)} mechanisms</h2>"
+                "<p>These mechanisms have no numbers below; the others were compared as "
+                "usual.</p>" + _table(["mechanism", "why it failed"], list(failed.items())))
     doc.add("<h2>Setting</h2>" + _dl(setting + _attr_pairs(ds)))
     doc.add("<h2>Risk-utility map</h2>")
-    doc.figure("ru_map", plots.ru_map(ds),
+    ok = [n for n in names if n not in failed]
+    doc.figure("ru_map", plots.ru_map(ds.sel(mechanism=ok) if failed else ds),
                "R-U confidentiality map: each mechanism at its mean risk and utility; faint "
-               "points are single draws, bars 1.96 standard errors over draws")
+               "points are single draws, bars 1.96 standard errors over draws"
+               + (f" (failed, not shown: {', '.join(failed)})" if failed else ""))
     per_draw = [v for v in ds.data_vars if ds[v].dims in (("mechanism", "draw"),
                                                            ("draw", "mechanism"))]
     per_mech = [v for v in ds.data_vars if ds[v].dims == ("mechanism",)]
@@ -310,6 +343,9 @@ def _compare(doc: _Doc, ds: xr.Dataset) -> None:
     rows = []
     for i, _ in enumerate(names):
         r = [names[i]]
+        if names[i] in failed:
+            rows.append(r + ["failed"] + [""] * (len(cols) - 1))
+            continue
         for c in cols:
             if c in per_draw:
                 r.append(_mean_se(ds[c].transpose("mechanism", "draw").values[i]))
@@ -478,6 +514,13 @@ def render_report(obj, *, release=None, truth=None, level: float = 0.95,
 
     Arguments as for :func:`write_report`.
     """
+    _, text, images = _render(obj, release=release, truth=truth, level=level, title=title,
+                              threshold=threshold, max_expected=max_expected)
+    return text, images
+
+
+def _render(obj, *, release, truth, level, title, threshold, max_expected) -> tuple:
+    """``(kind, html, images)``."""
     kind, ds, post = _load(obj, truth, level)
     if threshold is not None or max_expected is not None:
         if kind != "assess":
@@ -489,7 +532,7 @@ def render_report(obj, *, release=None, truth=None, level: float = 0.95,
             ds.attrs["max_expected"] = float(max_expected)
     if release is not None and kind != "assess":
         raise ValueError(f"release= is only used for an assess report, this is a {kind} result")
-    doc = _Doc(title or _TITLES[kind])
+    doc = _Doc(title or _TITLES[kind], kind)
     if kind == "assess":
         _assess(doc, ds, post, release)
     elif kind == "compare":
@@ -498,7 +541,7 @@ def render_report(obj, *, release=None, truth=None, level: float = 0.95,
         _analyze(doc, ds)
     else:
         _simulate(doc, ds)
-    return doc.html(), doc.images
+    return kind, doc.html(), doc.images
 
 
 def write_report(obj, out_dir, *, release=None, truth=None, level: float = 0.95,
@@ -513,8 +556,9 @@ def write_report(obj, out_dir, *, release=None, truth=None, level: float = 0.95,
         ``rk.compare`` or ``rk.simulate``, or the path of such a dataset's netCDF
         file.  Datasets are dispatched on ``attrs["riskengine_kind"]``.
     out_dir : str or Path
-        Folder to write ``report.html`` and the PNGs into (created if needed;
-        files of the same names are replaced).
+        Folder to write the report (``KIND.html``, see :func:`report_name`) and the PNGs
+        into (created if needed; files of the same names are replaced, and plots of an
+        earlier report of the same kind that this one does not draw are removed).
     release : rk.Release, optional
         The release a posterior came from, described at the top of an assess report.
     truth : table, optional
@@ -531,7 +575,8 @@ def write_report(obj, out_dir, *, release=None, truth=None, level: float = 0.95,
     Returns
     -------
     Path
-        The ``report.html`` written.  Every file is written atomically, the HTML last.
+        The report written (``assess.html``, ``compare.html``, ``simulate.html`` or
+        ``analyze.html``).  Every file is written atomically, the HTML last.
 
     Examples
     --------
@@ -541,14 +586,43 @@ def write_report(obj, out_dir, *, release=None, truth=None, level: float = 0.95,
     >>> with tempfile.TemporaryDirectory() as d:
     ...     path = rk.write_report(rk.posterior(rel), d, release=rel)
     ...     sorted(p.name for p in path.parent.iterdir())
-    ['heatmap_max_prob.png', 'posterior_bars.png', 'report.html']
+    ['assess.html', 'heatmap_max_prob.png', 'posterior_bars.png']
     """
-    text, images = render_report(obj, release=release, truth=truth, level=level, title=title,
+    kind, text, images = _render(obj, release=release, truth=truth, level=level, title=title,
                                  threshold=threshold, max_expected=max_expected)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"out_dir {str(out)!r} exists and is not a folder")
     for name, data in images.items():
         atomic_write_bytes(out / name, data)
-    atomic_write_bytes(out / "report.html", text.encode("utf-8"))
-    return out / "report.html"
+    path = out / report_name(kind)
+    atomic_write_bytes(path, text.encode("utf-8"))
+    for stale in _figures(out, kind):       # plots of an earlier report this one lacks
+        if stale.name not in images:
+            stale.unlink(missing_ok=True)
+    return path
+
+
+def report_name(kind: str) -> str:
+    """The file name of a report of ``kind``: ``"assess.html"`` and so on."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown report kind {kind!r}; known: {', '.join(KINDS)}")
+    return f"{kind}.html"
+
+
+def _figures(out: Path, kind: str) -> list:
+    if not out.is_dir():
+        return []
+    return sorted(p for p in out.iterdir() if p.suffix == ".png" and any(
+        fnmatch.fnmatchcase(p.stem, pat) for pat in FIGURES[kind]))
+
+
+def remove_report(out_dir, kind: str) -> list:
+    """Remove the report of ``kind`` from ``out_dir`` with its plots (``riskengine ...
+    --no-report``: a report of an earlier run would describe other results).  Returns
+    the paths removed; nothing else in the folder is touched."""
+    out = Path(out_dir)
+    gone = [p for p in [out / report_name(kind), *_figures(out, kind)] if p.is_file()]
+    for p in gone:
+        p.unlink()
+    return gone

@@ -191,14 +191,14 @@ def test_cli_analyze_writes_results_and_report(tmp_path, capsys):
     with xr.open_dataset(out / "analysis.nc") as ds:
         assert ds.attrs["riskengine_kind"] == "analyze"
         assert ds["stat1_summary"].attrs["statistic"] == "log_odds_ratio:sex=F,M;grade=a,b"
-    html = (out / "report.html").read_text()
+    html = (out / "analyze.html").read_text()
     assert "Posterior of the statistics" in html and "statistic_1.png" in \
         " ".join(p.name for p in out.iterdir())
     # the same seed gives the same numbers
     rc = main(["analyze", str(path), "--statistic", "cramers_v", "--draws", "500", "--seed",
                "3", "--out", str(tmp_path / "o2"), "--no-report"])
     assert rc == 0
-    assert not (tmp_path / "o2" / "report.html").exists()
+    assert not (tmp_path / "o2" / "analyze.html").exists()
     rc = main(["analyze", str(path), "--statistic", "nonsense", "--out", str(tmp_path / "o3")])
     assert rc == 2
     err = capsys.readouterr().err

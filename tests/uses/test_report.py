@@ -93,7 +93,7 @@ def small():
 def test_assess_report_from_posterior(tmp_path, small):
     post, rel, truth = small
     path = write_report(post, tmp_path / "out", release=rel, truth=truth)
-    assert path == tmp_path / "out" / "report.html"
+    assert path == tmp_path / "out" / "assess.html"
     text = path.read_text(encoding="utf-8")
     p = check_html(text)
     body = " ".join(p.text)
@@ -200,14 +200,14 @@ def test_escaping_and_bad_input(tmp_path, rng):
 def test_cli_assess_writes_report_and_report_rereads_it(tmp_path, capsys):
     out = tmp_path / "o"
     assert main(["assess", "--out", str(out)]) == 0
-    assert f"report written to {out / 'report.html'}" in capsys.readouterr().out
-    check_html((out / "report.html").read_text(encoding="utf-8"))
+    assert f"report written to {out / 'assess.html'}" in capsys.readouterr().out
+    check_html((out / "assess.html").read_text(encoding="utf-8"))
     ds = xr.open_dataset(out / "posterior.nc")
     assert ds.attrs["riskengine_kind"] == "assess"
     assert "by v, by w, grand total" in ds.attrs["release"]
     ds.close()
     assert main(["report", str(out / "posterior.nc"), "--out", str(tmp_path / "r")]) == 0
-    text = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    text = (tmp_path / "r" / "assess.html").read_text(encoding="utf-8")
     check_html(text)
     assert "by v, by w, grand total" in text
     assert main(["assess", "--out", str(tmp_path / "n"), "--no-report"]) == 0
@@ -218,7 +218,7 @@ def test_cli_report_defaults_to_the_results_folder(tmp_path, rng):
     f = tmp_path / "sim" / "results.nc"
     atomic_write_netcdf(simulate_ds(rng, 20), f)
     assert main(["report", str(f)]) == 0
-    check_html((tmp_path / "sim" / "report.html").read_text(encoding="utf-8"))
+    check_html((tmp_path / "sim" / "simulate.html").read_text(encoding="utf-8"))
 
 
 def test_cli_report_bad_input_exit_2_one_line(tmp_path, capsys):

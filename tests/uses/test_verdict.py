@@ -85,7 +85,7 @@ def test_cli_threshold_strict_and_report(tmp_path, capsys):
     assert main(["assess", "--out", str(out), "--strict", "--threshold", "0.9"]) == 0
     text = capsys.readouterr().out
     assert "VERDICT: PASS under the rule: no cell has probability >= 0.9" in text
-    html = (out / "report.html").read_text()
+    html = (out / "assess.html").read_text()
     assert "Verdict: " in html and ">PASS<" in html
     assert html.index("Verdict") < html.index("<h2>Release</h2>")
     fail = tmp_path / "fail"
@@ -93,9 +93,9 @@ def test_cli_threshold_strict_and_report(tmp_path, capsys):
                  "--max-expected", "1"]) == 3
     cap = capsys.readouterr()
     assert "VERDICT: FAIL" in cap.out and "--strict: the verdict is FAIL" in cap.err
-    assert (fail / "report.html").exists()          # results are written on FAIL
+    assert (fail / "assess.html").exists()          # results are written on FAIL
     with xr.open_dataset(fail / "posterior.nc") as ds:
         assert ds.attrs["threshold"] == 0.3 and ds.attrs["max_expected"] == 1.0
     again = tmp_path / "again"
     assert main(["report", str(fail / "posterior.nc"), "--out", str(again)]) == 0
-    assert ">FAIL<" in (again / "report.html").read_text()
+    assert ">FAIL<" in (again / "assess.html").read_text()

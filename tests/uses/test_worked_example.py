@@ -30,7 +30,7 @@ def test_regions_by_ages_from_csv_to_verdict(tmp_path, capsys):
     assert "converged by the usual rules" in out
     verdict_line = next(line for line in out.splitlines() if line.startswith("VERDICT:"))
     assert code == (0 if "PASS" in verdict_line else 3)
-    html = (tmp_path / "results" / "report.html").read_text()
+    html = (tmp_path / "results" / "assess.html").read_text()
     assert "Monte Carlo diagnostics" in html and "Verdict" in html
 
 

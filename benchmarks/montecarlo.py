@@ -27,7 +27,8 @@ from riskengine.mechanisms._base import select_route
 
 def _release(kind, shape, lam, seed):
     rng = np.random.default_rng(seed)
-    t = rk.Table(rng.poisson(lam, size=shape), dims=("region", "age"))
+    dims = ("region", "age", "sex")[:len(shape)]
+    t = rk.Table(rng.poisson(lam, size=shape), dims=dims)
     if kind == "margins":
         return t, rk.MarginsOnly().protect(t)
     base = int(kind.split("_")[1])
@@ -41,9 +42,18 @@ def _pmf(post, lo, hi):
 CASES = [  # (kind, shape, mean, exact too)
     ("rounding_3", (4, 4), 20, True),
     ("margins", (6, 4), 8, True),
+    ("margins", (3, 3, 3), 2, True),
     ("rounding_3", (8, 6), 15, False),
     ("margins", (8, 6), 15, False),
+    # issue 17's acceptance instances
+    ("rounding_5", (8, 6), 15, False),
+    ("rounding_5", (20, 30), 10, False),
+    ("margins", (10, 10), 20, False),
+    ("margins", (10, 10, 5), 20, False),
 ]
+
+#: how the cost grows: n x (3n/2) tables, mean 10, rounded to base 5
+SCALING = [(4, 6), (8, 12), (12, 18), (16, 24), (20, 30), (24, 36)]
 
 
 def _gibbs(rel, **kw):
@@ -118,6 +128,28 @@ def validate(n_tables: int, repeats: int, seed: int = 0):
           f"pairs with sd > 0.005), first 3 tables: {', '.join(f'{x:.2f}' for x in ratios)}")
 
 
+def scaling(markdown: bool):
+    """Seconds and seconds per 1000 effective draws of the Monte Carlo route on n x (3n/2)
+    tables of mean 10 rounded to base 5 (4 chains x 1000 draws, 300 warm-up sweeps)."""
+    rows = []
+    for shape in SCALING:
+        _, rel = _release("rounding_5", shape, 10, 7)
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mc = rk.posterior(rel, route="gibbs", count=False)
+        dt = time.perf_counter() - t0
+        dg = mc.diagnostics.attrs
+        rows.append((f"{shape[0]}x{shape[1]}", shape[0] * shape[1], dt, dg["max_rhat"],
+                     dg["min_ess_bulk"], 1000 * dt / dg["min_ess_bulk"]))
+        print(rows[-1], flush=True)
+    if markdown:
+        print("| size | cells | s | max R-hat | min bulk ESS | s per 1000 ESS |")
+        print("|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r[0]} | {r[1]} | {r[2]:.1f} | {r[3]:.4f} | {r[4]:.0f} | {r[5]:.2f} |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="only the cases the exact DP answers")
@@ -127,7 +159,12 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=20,
                     help="runs with other seeds for the MCSE-vs-observed-error check")
     ap.add_argument("--only-validate", action="store_true")
+    ap.add_argument("--scaling", action="store_true",
+                    help="only the growth of the cost with the table's size")
     args = ap.parse_args(argv)
+    if args.scaling:
+        scaling(args.markdown)
+        return
     if args.validate:
         validate(args.validate, args.repeats)
         if args.only_validate:
@@ -151,14 +188,15 @@ def main(argv=None):
             mc = rk.posterior(rel, route="gibbs", count=False)
         t_mc = time.perf_counter() - t0
         dg = mc.diagnostics.attrs
-        row = {"case": f"{kind.replace('_', ' base ')}", "size": f"{shape[0]}x{shape[1]}, mean "
-               f"{lam}", "gibbs s": f"{t_mc:.1f}", "max R-hat": f"{dg['max_rhat']:.4f}",
+        row = {"case": f"{kind.replace('_', ' base ')}", "size": "x".join(map(str, shape)) +
+               f", mean {lam}", "gibbs s": f"{t_mc:.1f}", "max R-hat": f"{dg['max_rhat']:.4f}",
+               "s per 1000 ESS": f"{1000 * t_mc / dg['min_ess_bulk']:.2f}",
                "min ESS bulk / tail": f"{dg['min_ess_bulk']:.0f} / {dg['min_ess_tail']:.0f}",
                "warnings": str(len(w)),
                "E[exact disclosures]": f"{float(mc.prob_exact(t).sum()):.2f}"}
         if exact:
             t0 = time.perf_counter()
-            ex = rk.posterior(rel, route="dp")
+            ex = rk.posterior(rel, route="dp" if len(shape) == 2 else "enumerate")
             row["exact s"] = f"{time.perf_counter() - t0:.2f}"
             lo = int(min(ex.start.min(), mc.start.min()))
             hi = int(max((ex.start + ex.width).max(), (mc.start + mc.width).max()))
@@ -169,15 +207,18 @@ def main(argv=None):
             row["E[exact disclosures]"] += f" (exact {float(ex.prob_exact(t).sum()):.2f})"
         else:
             try:
-                select_route(rel, rk.priors.Uniform(), "dp")
-                row["exact s"] = "fits (not run)"
+                r, _ = select_route(rel, rk.priors.Uniform(),
+                                    "dp" if len(shape) == 2 else "auto")
+                row["exact s"] = ("fits (not run)" if r.exact else
+                                  "enumeration gave up after its 5e7-step probe")
             except ValueError as e:
                 need = str(e).split("needs ")[1].split(" (")[0] if "needs " in str(e) else "?"
                 row["exact s"] = f"refused (needs {need})"
         rows.append(row)
         print(row, flush=True)
     if args.markdown:
-        cols = ["case", "size", "exact s", "gibbs s", "max R-hat", "min ESS bulk / tail",
+        cols = ["case", "size", "exact s", "gibbs s", "s per 1000 ESS", "max R-hat",
+                "min ESS bulk / tail",
                 "max |pmf diff|", "max |mean diff| / MCSE", "E[exact disclosures]", "warnings"]
         print("| " + " | ".join(cols) + " |")
         print("|" + "---|" * len(cols))

@@ -1,4 +1,6 @@
-"""Markov chain moves over I x J x K count tables with windows on cells and totals.
+"""Markov chain moves over count tables (R x C and I x J x K) with windows on cells and
+totals.  The 3-D moves below; the 2-D sweep (:func:`sweeps_2d`) uses the same exact line
+redraws with basic 2 x 2 moves, single cells and pairs of cells of a row or column.
 
 Plain arrays in, plain arrays out.  The table is a flat C-order int64 vector ``x`` of
 ``I * J * K`` cells.  Cell windows: ``clo`` (first value) and ``cw`` (log-weights of the
@@ -148,7 +150,8 @@ def _block(x, clo, cw, ia, ib, ic, id_, L):
 def _line(x, cells, coefs, nc, clo, cw, mlo, mw, tix, tsum, p, tid, tco):
     """Redraw ``t`` in ``x + t m`` from its exact conditional law, ``m`` the direction with
     coefficient ``coefs[i]`` on cell ``cells[i]`` (``nc`` cells); the totals the cells
-    belong to move with them (``tid``, ``tco``: work space for them)."""
+    belong to (``tix[cell]``, any number per cell) move with them (``tid``, ``tco``: work
+    space for them, at least ``nc * tix.shape[1]`` long)."""
     lo = -(1 << 40)
     hi = 1 << 40
     nt = 0
@@ -161,7 +164,7 @@ def _line(x, cells, coefs, nc, clo, cw, mlo, mw, tix, tsum, p, tid, tco):
             lo, hi = max(lo, -((-a) // g)), min(hi, b // g)
         else:
             lo, hi = max(lo, -(b // (-g))), min(hi, (-a) // (-g))
-        for k in range(7):
+        for k in range(tix.shape[1]):
             t = tix[c, k]
             found = False
             for u in range(nt):
@@ -247,12 +250,12 @@ def _six(x, clo, cw, dims, strides):
 
 
 @njit
-def sweeps(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites, six):
-    """``n`` sweeps of the chain from ``x`` (modified in place); after each sweep, if
-    ``keep``, the table is copied into ``out[sweep]``.  A sweep: every pairing of two axes
-    (random pairs of indices on each) redrawn as 2 x 2 x L blocks along the third, if
-    ``six`` as many degree-6 proposals as blocks, and if ``sites`` every cell once in
-    random order.
+def sweeps(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites, six, thin=1):
+    """``n`` times ``thin`` sweeps of the chain from ``x`` (modified in place); after each
+    ``thin`` sweeps, if ``keep``, the table is copied into ``out[k]``.  A sweep: every
+    pairing of two axes (random pairs of indices on each) redrawn as 2 x 2 x L blocks along
+    the third, if ``six`` as many degree-6 proposals as blocks, and if ``sites`` every cell
+    once in random order (alone, with a partner on each of its lines, in a 2 x 2 pattern).
     Returns False if a block had no completion (the state left the support)."""
     I, J, K = dims[0], dims[1], dims[2]
     strides = np.array([J * K, K, 1], np.int64)
@@ -262,7 +265,7 @@ def sweeps(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites, six):
     coefs = np.zeros(4, np.int64)
     tid = np.zeros(28, np.int64)
     tco = np.zeros(28, np.int64)
-    for it in range(n):
+    for it in range(n * thin):
         nblocks = 0
         for f in range(3):                    # the free axis
             a1 = (f + 1) % 3
@@ -323,6 +326,54 @@ def sweeps(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites, six):
                     cells[1], cells[2], cells[3] = c + d1, c + d2, c + d1 + d2
                     coefs[1], coefs[2], coefs[3] = -1, -1, 1
                     _line(x, cells, coefs, 4, clo, cw, mlo, mw, tix, tsum, p, tid, tco)
+        if keep and (it + 1) % thin == 0:
+            out[it // thin, :] = x
+    return True
+
+
+@njit
+def sweeps_2d(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites):
+    """``n`` sweeps over an R x C table (flat C order; totals rows, columns, grand: three
+    per cell in ``tix``).  A sweep: R * C basic moves (+1 -1 / -1 +1 on two random rows and
+    two random columns, redrawn exactly along the move), and if ``sites`` (totals that are
+    windows) every cell alone and with a random partner in its row and in its column."""
+    R, C = dims[0], dims[1]
+    ncell = R * C
+    p = np.empty(64)
+    cells = np.zeros(4, np.int64)
+    coefs = np.zeros(4, np.int64)
+    tid = np.zeros(12, np.int64)
+    tco = np.zeros(12, np.int64)
+    for it in range(n):
+        if R >= 2 and C >= 2:
+            for _ in range(ncell):
+                i1 = np.random.randint(R)
+                i2 = np.random.randint(R - 1)
+                if i2 >= i1:
+                    i2 += 1
+                j1 = np.random.randint(C)
+                j2 = np.random.randint(C - 1)
+                if j2 >= j1:
+                    j2 += 1
+                cells[0], cells[1] = i1 * C + j1, i1 * C + j2
+                cells[2], cells[3] = i2 * C + j1, i2 * C + j2
+                coefs[0], coefs[1], coefs[2], coefs[3] = 1, -1, -1, 1
+                _line(x, cells, coefs, 4, clo, cw, mlo, mw, tix, tsum, p, tid, tco)
+        if sites:
+            for c in np.random.permutation(ncell):
+                cells[0] = c
+                coefs[0] = 1
+                _line(x, cells, coefs, 1, clo, cw, mlo, mw, tix, tsum, p, tid, tco)
+                i, j = c // C, c % C
+                coefs[1] = -1
+                if C >= 2:
+                    o = np.random.randint(C - 1)
+                    cells[1] = i * C + (o + 1 if o >= j else o)
+                    _line(x, cells, coefs, 2, clo, cw, mlo, mw, tix, tsum, p, tid, tco)
+                if R >= 2:
+                    o = np.random.randint(R - 1)
+                    cells[1] = (o + 1 if o >= i else o) * C + j
+                    _line(x, cells, coefs, 2, clo, cw, mlo, mw, tix, tsum, p, tid, tco)
         if keep:
             out[it, :] = x
     return True

@@ -1,18 +1,23 @@
-"""Blocked Gibbs sampling with exact block updates: the Monte Carlo route for 2-D tables.
+"""Blocked Gibbs sampling with exact updates: the Monte Carlo route beyond the exact frontier.
 
-Where the exact table DP does not fit, the posterior over original tables is sampled by a
-Markov chain whose every step redraws a block of rows exactly: given all other rows, the
-rows of the block form a small table whose cells, row totals, column sums (the column
-totals' windows shifted by what the other rows hold) and grand total keep their windows
-and log-weights; the table DP draws it from its exact conditional distribution (forward
-filtering, backward sampling: :func:`riskengine.inference.table_dp.sample`).  A sweep
-pairs the rows at random and redraws every pair (a lone last row joins the previous
-pair), so every two rows meet with positive probability: the chain contains every move of
-two rows, among them the basic moves that connect the tables with fixed margins
-(Diaconis & Sturmfels 1998), and with windows on the totals (rounding, noise) it also moves
-the totals -- moves that keep the margins alone cannot (a rounding window leaves them
-free).  Irreducibility on bounded windows is not proven in general; the tests compare
-with exact enumeration on small tables.
+2-D tables.  Where the exact table DP does not fit, the posterior over original tables is
+sampled by a Markov chain of exact redraws.  Most sweeps are cheap and compiled
+(:func:`kernels.gibbs.sweeps_2d`): R x C basic moves (+1 -1 / -1 +1 on two rows and two
+columns, Diaconis & Sturmfels 1998), each redrawn exactly along its line ``x + t m``, and
+where a total is a window (rounding, noise, cell key) every cell alone and with a partner
+in its row and its column -- moves that keep the margins alone cannot leave a margin.
+Every ``BLOCK_EVERY``-th sweep also redraws a random pair of rows exactly: given all
+other rows, the two rows form a small table whose cells, row totals, column sums (the
+column totals' windows shifted by what the other rows hold) and grand total keep their
+windows and log-weights; the table DP draws it from its exact conditional distribution
+(forward filtering, backward sampling: :func:`riskengine.inference.table_dp.sample`).
+Every two rows meet with positive probability, so the chain holds every move of two rows,
+among them those the basic moves cannot make when some cells are fixed (a suppression
+pattern's cycles through three rows are still out of reach of both; the tests compare
+with exact enumeration).
+Irreducibility on bounded windows is not proven in general.
+
+3-D tables with every 2-way margin: :mod:`.gibbs3d`.
 
 Several chains (default 4) start from dispersed tables: the constrained mode of the
 weights and random vertices of the same polytope (:meth:`EntryWindows.mode` with random
@@ -30,12 +35,17 @@ import warnings
 import numpy as np
 import xarray as xr
 
+from kernels import gibbs as moves
+
 from .._seeding import release_seed
 from ..mechanisms._base import Cost, Route
-from . import _label, gibbs3d
+from . import _chains, _label, gibbs3d
 from . import table_dp as dp
 
 __all__ = ["ESS_MIN", "RHAT_MAX", "BlockGibbs", "ConvergenceWarning"]
+
+#: a random pair of rows is redrawn by the exact DP every this many sweeps of line moves
+BLOCK_EVERY = 5
 
 #: thresholds of the convergence warning (Vehtari et al. 2021)
 RHAT_MAX = 1.01
@@ -60,6 +70,30 @@ def _block(win: dp.Windows, x: np.ndarray, rows, transpose: bool = False) -> dp.
     return dp.Windows(win.cell_lo[rows], win.cell_lw[rows], win.row_lo[rows],
                       win.row_lw[rows], win.col_lo - rest, win.col_lw,
                       int(win.grand_lo - rest.sum()), win.grand_lw)
+
+
+def _packed_2d(ew):
+    """Plain arrays for :func:`kernels.gibbs.sweeps_2d`: cell windows, the row, column and
+    grand totals' windows packed into one table, and each cell's three totals."""
+    R, C = ew.shape
+    d0, d1 = ew.dims
+    clo, clw = ew.interior
+    los = [np.ravel(ew.lo[(d0,)]), np.ravel(ew.lo[(d1,)]), np.ravel(ew.lo[()])]
+    lws = [ew.lw[(d0,)], ew.lw[(d1,)], np.reshape(ew.lw[()], (1, -1))]
+    Wm = max(w.shape[-1] for w in lws)
+    mw = np.concatenate([np.pad(w, ((0, 0), (0, Wm - w.shape[-1])),
+                                constant_values=-np.inf) for w in lws])
+    i, j = (a.ravel() for a in np.indices((R, C)))
+    tix = np.stack([i, R + j, np.full(i.size, R + C)], axis=1).astype(np.int64)
+    return (np.ascontiguousarray(clo.ravel(), dtype=np.int64),
+            np.ascontiguousarray(clw.reshape(R * C, -1), dtype=float),
+            np.concatenate(los).astype(np.int64), np.ascontiguousarray(mw), tix)
+
+
+def _totals_move(ew) -> bool:
+    """Whether some total is a window of several values (then the line sweeps also move
+    single cells and pairs, which change totals)."""
+    return any(np.isfinite(w).sum(axis=-1).max() > 1 for k, w in ew.lw.items() if k != ew.dims)
 
 
 def _orientation(win: dp.Windows, x: np.ndarray, rows) -> bool:
@@ -91,9 +125,12 @@ class BlockGibbs(Route):
     exact = False
 
     def __init__(self, windows, chains: int = 4, warmup: int = 300, draws: int = 1000,
-                 seed: int | None = None):
+                 seed: int | None = None, workers: int | None = None):
         self._windows = windows
         self.chains, self.warmup, self.draws = chains, warmup, draws
+        #: threads running the chains (None: one per core, at most one per chain); the
+        #: result for a seed does not depend on it
+        self.workers = workers
         #: extra entropy for the chains' generator (None: the release, prior and settings
         #: alone decide it; repeated runs with different seeds measure the Monte Carlo
         #: error)
@@ -139,42 +176,55 @@ class BlockGibbs(Route):
         r, c = win.cell_lo.shape
         rng = self._rng(release, prior)
         starts = [ew.mode()] + [ew.mode(rng) for _ in range(self.chains - 1)]
-        total = self.chains * (self.warmup + self.draws)
-        out = np.zeros((self.chains, self.draws, r, c), np.int64)
-        done = 0
-        transpose = None
-        for ch, x0 in enumerate(starts):
-            x = np.rint(x0).astype(np.int64)
-            if transpose is None:
-                transpose = _orientation(win, x, np.arange(min(2, r)))
-            for it in range(self.warmup + self.draws):
-                perm = rng.permutation(r)
-                blocks = [perm[k:k + 2] for k in range(0, r - 1, 2)]
-                if r % 2 and r > 1:
-                    blocks[-1] = perm[r - 3:]        # the lone row joins the last pair
-                if r == 1:
-                    blocks = [perm]
-                for rows in blocks:
-                    rows = np.sort(rows)
-                    try:
-                        t = dp.sample(_block(win, x, rows, transpose), 1, rng,
-                                      max_states=memory / 8)[0]
-                        x[rows] = t.T if transpose else t
-                    except ValueError:
-                        raise ValueError(
-                            f"Gibbs chain {ch}: rows {rows.tolist()} have no completion "
-                            "given the other rows (the starting table lies outside the "
-                            "windows' support there); no Monte Carlo answer") from None
-                if it >= self.warmup:
-                    out[ch, it - self.warmup] = x
-                done += 1
-                if progress is not None and done % 50 == 0:
-                    progress(done, total)
+        seeds = rng.integers(2**63 - 1, size=self.chains)
+        clo, cw, mlo, mw, tix = _packed_2d(ew)
+        sites = _totals_move(ew)
+        dims = np.array([r, c], np.int64)
+        transpose = _orientation(win, np.rint(starts[0]).astype(np.int64),
+                                 np.arange(min(2, r)))
+        n_it = self.warmup + self.draws
+
+        def one(ch, tick):
+            crng = np.random.default_rng(seeds[ch])
+            out = np.zeros((self.draws, r, c), np.int64)
+            idle = np.zeros((1, 1), np.int64)
+            x = np.ascontiguousarray(np.rint(starts[ch]).astype(np.int64))
+            flat = x.reshape(-1)                   # a view: the kernel moves x
+            moves.seed(int(crng.integers(2**31 - 1)))
+            for it in range(n_it):
+                if it % BLOCK_EVERY == 0:
+                    self._block_sweep(win, x, crng, transpose, memory, ch)
+                if it % 50 == 0:
+                    tick(min(50, n_it - it))       # progress; stops here on Ctrl-C
+                tsum = np.bincount(tix.ravel(), weights=np.repeat(flat, 3),
+                                   minlength=mlo.size).astype(np.int64)
+                keep = it >= self.warmup
+                buf = out[it - self.warmup].reshape(1, -1) if keep else idle
+                moves.sweeps_2d(flat, dims, clo, cw, mlo, mw, tix, tsum, 1, keep, buf, sites)
             if not np.isfinite(_weight(win, x)):
                 raise RuntimeError(f"internal error: Gibbs chain {ch} left the support")
+            return out
+
+        out = np.stack(_chains.run(self.chains, one, self.chains * n_it, progress,
+                                   self.workers))
         if flip:
             out = np.swapaxes(out, 2, 3)
         return self._posterior(release, prior, out)
+
+    @staticmethod
+    def _block_sweep(win, x, rng, transpose, memory, ch):
+        """Redraw a random pair of rows (the whole table when it has one row) from its exact
+        conditional law given the other rows, by the table DP."""
+        r = x.shape[0]
+        rows = np.sort(rng.choice(r, size=min(2, r), replace=False))
+        try:
+            t = dp.sample(_block(win, x, rows, transpose), 1, rng, max_states=memory / 8)[0]
+            x[rows] = t.T if transpose else t
+        except ValueError:
+            raise ValueError(
+                f"Gibbs chain {ch}: rows {rows.tolist()} have no completion given the other "
+                "rows (the starting table lies outside the windows' support there); no Monte "
+                "Carlo answer") from None
 
     def _rng(self, release, prior):
         settings = (self.chains, self.warmup, self.draws) + \
@@ -187,7 +237,7 @@ class BlockGibbs(Route):
             raise ValueError(f"no original table is consistent with this "
                              f"{release.mechanism.name} release under this prior")
         out = gibbs3d.chains(ew, self.chains, self.warmup, self.draws,
-                             self._rng(release, prior), progress)
+                             self._rng(release, prior), progress, workers=self.workers)
         return self._posterior(release, prior, out)
 
     def _posterior(self, release, prior, draws):

@@ -1,6 +1,6 @@
 """The chains of the Monte Carlo route on 3-D tables (every 2-way margin published).
 
-The moves are :mod:`kernels.gibbs3d`'s: exact redraws of 2 x 2 x L blocks (two indices on
+The moves are :mod:`kernels.gibbs`'s: exact redraws of 2 x 2 x L blocks (two indices on
 each of two axes, the whole third axis; every total kept), degree-6 Metropolis moves (with
 the blocks: the Markov basis of 3 x 3 x K tables with fixed 2-way margins, Aoki & Takemura
 2003) and, when some total is a window rather than a number (rounding, noise, cell key),
@@ -17,8 +17,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from kernels import gibbs3d
+from kernels import gibbs as moves
 
+from . import _chains
 from .enumerate_3d import _complete, order
 from .windows import EntryWindows
 
@@ -26,6 +27,10 @@ __all__ = ["applies", "chains"]
 
 #: sweeps per kernel call (progress and Ctrl-C are looked at between calls)
 CHUNK = 25
+
+#: sweeps per kept draw (and per warm-up step): a 3-D sweep is cheap and its moves are
+#: local, so three make one step of about the cost and mixing of a 2-D sweep
+THIN = 3
 
 
 def applies(release) -> str | None:
@@ -109,38 +114,39 @@ def start(ew: EntryWindows, rng: np.random.Generator, tries: int = 20) -> np.nda
 
 
 def chains(ew: EntryWindows, n_chains: int, warmup: int, draws: int,
-           rng: np.random.Generator, progress=None, degree6: bool = True) -> np.ndarray:
-    """Kept draws ``(chain, draw, I, J, K)`` of ``n_chains`` chains from dispersed starts
-    (``degree6=False``: without the degree-6 moves, a move set known to be reducible on
-    some candidate sets; for tests of the diagnostics)."""
+           rng: np.random.Generator, progress=None, degree6: bool = True,
+           workers: int | None = None) -> np.ndarray:
+    """Kept draws ``(chain, draw, I, J, K)`` of ``n_chains`` chains from dispersed starts,
+    run side by side (:mod:`._chains`; ``degree6=False``: without the degree-6 moves, a
+    move set known to be reducible on some candidate sets; for tests of the diagnostics)."""
     clo, cw, mlo, mw, tix = _packed(ew)
     exact_totals = all(np.isfinite(w).sum(axis=-1).max() <= 1
                        for k, w in ew.lw.items() if k != ew.dims and len(k) == 2)
     dims = np.array(ew.shape, np.int64)
-    out = np.zeros((n_chains, draws, clo.size), np.int64)
-    total = n_chains * (warmup + draws)
-    done = 0
-    for ch in range(n_chains):
-        x = start(ew, rng).ravel().copy()
+    starts = [start(ew, rng).ravel().copy() for _ in range(n_chains)]
+    seeds = rng.integers(2**31 - 1, size=n_chains)
+
+    def one(ch, tick):
+        out = np.zeros((draws, clo.size), np.int64)
+        x = starts[ch]
         tsum = _totals(x, tix, mlo.size)
-        gibbs3d.seed(int(rng.integers(2**31 - 1)))
+        moves.seed(int(seeds[ch]))
         it = 0
         while it < warmup + draws:
             n = min(CHUNK, warmup + draws - it)
             keep = it >= warmup
-            # a chunk never straddles the end of the warm-up
-            if not keep and it + n > warmup:
+            if not keep and it + n > warmup:     # a chunk never straddles the warm-up's end
                 n = warmup - it
-            buf = out[ch, it - warmup:it - warmup + n] if keep else np.zeros((1, 1), np.int64)
-            ok = gibbs3d.sweeps(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, buf,
-                                not exact_totals, degree6)
-            if not ok:
+            buf = out[it - warmup:it - warmup + n] if keep else np.zeros((1, 1), np.int64)
+            if not moves.sweeps(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, buf,
+                                not exact_totals, degree6, THIN):
                 raise RuntimeError(f"internal error: 3-D Gibbs chain {ch} left the support")
             it += n
-            done += n
-            if progress is not None:
-                progress(done, total)
+            tick(n)
         if not np.isfinite(_weight(x, clo, cw, mlo, mw, tsum)) or \
                 not np.array_equal(tsum, _totals(x, tix, mlo.size)):
             raise RuntimeError(f"internal error: 3-D Gibbs chain {ch} left the support")
+        return out
+
+    out = np.stack(_chains.run(n_chains, one, n_chains * (warmup + draws), progress, workers))
     return out.reshape((n_chains, draws) + tuple(ew.shape))

@@ -65,14 +65,46 @@ def _indicator_mcse(chains, lo, hi):
     """arviz MCSE of Pr(cell = v) for every cell and v in lo..hi, from (chain, draw, r, c)."""
     from riskengine import _arviz
     az = _arviz.arviz()
+    shape = chains.shape[2:]
+    flat = chains.reshape(chains.shape[:2] + (-1,))
     vals = np.arange(lo, hi + 1)
-    ind = (chains[..., None] == vals).astype(float)          # (chain, draw, r, c, V)
-    ds = xr.Dataset({"p": (("chain", "draw", "r", "c", "v"), ind)})
+    ind = (flat[..., None] == vals).astype(float)             # (chain, draw, cell, V)
+    ds = xr.Dataset({"p": (("chain", "draw", "cell", "v"), ind)})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         m = az.mcse(ds)["p"].values
     const = ind.min(axis=(0, 1)) == ind.max(axis=(0, 1))
-    return np.where(const, 0.0, m), ind.mean(axis=(0, 1))
+    return (np.where(const, 0.0, m).reshape(shape + (-1,)),
+            ind.mean(axis=(0, 1)).reshape(shape + (-1,)))
+
+
+VALIDATE_KINDS = ["margins", "rounding_3", "random_3", "cellkey", "suppression",
+                  "margins_3d", "rounding_3d"]
+
+
+def _validation_release(kind, rng):
+    """A random small release of ``kind`` whose exact posterior is quick."""
+    if kind.endswith("_3d"):
+        shape = (2, 2, 3) if kind == "rounding_3d" else ((3, 3, 2), (2, 3, 3))[
+            int(rng.integers(2))]
+        lam = float(rng.uniform(1, 4))
+    else:
+        shape = (int(rng.integers(4, 6)), int(rng.integers(2, 4)))
+        lam = float(rng.uniform(2, 8))
+    dims = ("a", "b", "c")[:len(shape)]
+    T = rk.Table(rng.poisson(lam, size=shape), dims=dims)
+    if kind in ("margins", "margins_3d"):
+        return rk.MarginsOnly().protect(T)
+    if kind in ("rounding_3", "rounding_3d"):
+        return rk.ControlledRounding(3, method="optimal").protect(T, rng)
+    if kind == "random_3":
+        return rk.RandomRounding(3).protect(T, rng)
+    if kind == "cellkey":
+        return rk.CellKey(D=2, V=1.0).protect(T, rng)
+    supp = rng.random(shape) < 0.4
+    supp.ravel()[0] = True
+    return rk.Release(np.where(supp, np.nan, T.values), margins=T.totals(),
+                      mechanism=rk.CellSuppression(), dims=dims, kind="count")
 
 
 def validate(n_tables: int, repeats: int, seed: int = 0):
@@ -81,17 +113,14 @@ def validate(n_tables: int, repeats: int, seed: int = 0):
     spread of the estimates over repeated runs with other seeds."""
     rng = np.random.default_rng(seed)
     within, total, worst = 0, 0, 0.0
-    kinds = ["margins", "rounding_3", "random_3"]
+    kinds = VALIDATE_KINDS
     cases = []
+    per_kind = {k: [0, 0] for k in kinds}
     t0 = time.perf_counter()
     for k in range(n_tables):
-        kind = kinds[k % 3]
-        shape = (int(rng.integers(4, 6)), int(rng.integers(2, 4)))
-        T = rk.Table(rng.poisson(float(rng.uniform(2, 8)), size=shape), dims=("a", "b"))
-        rel = (rk.MarginsOnly().protect(T) if kind == "margins" else
-               rk.ControlledRounding(3, method="optimal").protect(T, rng) if kind == "rounding_3"
-               else rk.RandomRounding(3).protect(T, rng))
-        exact = rk.posterior(rel, route="dp")
+        kind = kinds[k % len(kinds)]
+        rel = _validation_release(kind, rng)
+        exact = rk.posterior(rel, route="dp" if len(rel.dims) == 2 else "enumerate")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             mc = _gibbs(rel, warmup=200, draws=1000).run(rel, rk.priors.Uniform(), memory=4e9)
@@ -103,12 +132,17 @@ def validate(n_tables: int, repeats: int, seed: int = 0):
         ok = err <= 4 * mcse + 1e-12
         within += int(ok.sum())
         total += ok.size
+        per_kind[kind][0] += int(ok.sum())
+        per_kind[kind][1] += ok.size
         worst = max(worst, float((err / np.maximum(mcse, 1e-12)).max()))
         cases.append((rel, exact, lo, hi))
     t_val = time.perf_counter() - t0
-    print(f"validation: {n_tables} tables ({', '.join(kinds)}; 4-5 x 2-3, means 2-8), "
-          f"4 chains x 1000 draws: {within} of {total} (cell, value) pairs within 4 MCSE "
-          f"({100 * within / total:.2f}%), largest |error| / MCSE {worst:.1f}; {t_val:.0f} s")
+    print(f"validation: {n_tables} tables ({', '.join(kinds)}; 2-D 4-5 x 2-3, means 2-8; "
+          f"3-D 3x3x2, 2x3x3, 2x2x3, means 1-4), 4 chains x 1000 draws: {within} of {total} "
+          f"(cell, value) pairs within 4 MCSE ({100 * within / total:.2f}%), largest "
+          f"|error| / MCSE {worst:.1f}; {t_val:.0f} s")
+    for kind, (w, n) in per_kind.items():
+        print(f"  {kind}: {w} of {n} ({100 * w / max(n, 1):.2f}%)")
     ratios = []
     for rel, exact, lo, hi in cases[:3]:
         ests, ses = [], []

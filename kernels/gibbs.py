@@ -377,3 +377,81 @@ def sweeps_2d(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites):
         if keep:
             out[it, :] = x
     return True
+
+
+#: log-weight given to each impossible factor while a cyclic chain climbs into the support
+#: (a state of positive weight never moves to one with such a factor: e^-1e6 is 0)
+_PENALTY = -1e6
+
+
+@njit
+def _cyclic_logw(e, o, cyc_ptr, cyc_grp, cyc_coef, pmin, logF, K, alpha, beta, gamma,
+                 any_zero, v):
+    """Log-weight of sign vector ``e`` of a cyclic release in group form: the prior factors
+    of the group offsets ``o`` plus the path's coin probabilities with the blocking rule
+    (impossible factors count ``_PENALTY`` each)."""
+    G = pmin.shape[0]
+    W = logF.shape[1]
+    w = 0.0
+    for g in range(G):
+        i = o[g] + K
+        f = logF[g, i] if 0 <= i < W else NEG
+        w += f if f > NEG else _PENALTY
+        v[g] = pmin[g] - o[g]                 # the group's smallest cell before cycle 0
+    for k in range(cyc_ptr.shape[0] - 1):
+        bu = False
+        bd = False
+        for p in range(cyc_ptr[k], cyc_ptr[k + 1]):
+            if v[cyc_grp[p]] <= 0:
+                if any_zero:
+                    bu = True
+                    bd = True
+                elif cyc_coef[p] < 0:
+                    bu = True
+                else:
+                    bd = True
+        ek = e[k]
+        if ek == 1:
+            q = 0.0 if bu else alpha
+        elif ek == -1:
+            q = 0.0 if bd else beta
+        else:
+            q = gamma + (alpha if bu else 0.0) + (beta if bd else 0.0)
+        w += np.log(q) if q > 0 else _PENALTY
+        if ek != 0:
+            for p in range(cyc_ptr[k], cyc_ptr[k + 1]):
+                v[cyc_grp[p]] += cyc_coef[p] * ek
+    return w
+
+
+@njit
+def cyclic_sweeps(e, o, cyc_ptr, cyc_grp, cyc_coef, pmin, logF, K, alpha, beta, gamma,
+                  any_zero, n, keep, out):
+    """``n`` sweeps of single-sign Gibbs updates over the sign vector ``e`` (each ``e_k``
+    redrawn from its exact conditional over -1, 0, +1 given the others, cycles in random
+    order); ``o`` the group offsets of ``e`` (both updated in place); after each sweep, if
+    ``keep``, ``e`` is copied into ``out[sweep]``.  Returns the final log-weight."""
+    m = cyc_ptr.shape[0] - 1
+    v = np.empty(pmin.shape[0], np.int64)
+    lw = np.empty(3)
+    for it in range(n):
+        for k in np.random.permutation(m):
+            mx = NEG
+            for s in range(3):
+                val = s - 1
+                for p in range(cyc_ptr[k], cyc_ptr[k + 1]):
+                    o[cyc_grp[p]] += cyc_coef[p] * (val - e[k])
+                e[k] = val
+                lw[s] = _cyclic_logw(e, o, cyc_ptr, cyc_grp, cyc_coef, pmin, logF, K, alpha,
+                                     beta, gamma, any_zero, v)
+                mx = max(mx, lw[s])
+            for s in range(3):
+                lw[s] = np.exp(lw[s] - mx)
+            val = _pick(lw, 3) - 1
+            for p in range(cyc_ptr[k], cyc_ptr[k + 1]):
+                o[cyc_grp[p]] += cyc_coef[p] * (val - e[k])
+            e[k] = val
+        if keep:
+            out[it, :] = e
+    return _cyclic_logw(e, o, cyc_ptr, cyc_grp, cyc_coef, pmin, logF, K, alpha, beta, gamma,
+                        any_zero, v)

@@ -23,9 +23,12 @@ Inference routes:
 ``"enumerate"``
     Numba streaming enumeration of all 3^m sign vectors with pruning
     (``kernels.cyclic_enum``), parallel over top-level branches.
+``"gibbs"``
+    Monte Carlo: single-sign Gibbs over the cycle signs with arviz diagnostics
+    (:mod:`riskengine.inference.cyclic_gibbs`).
 ``"auto"``
     structured when the largest clique has <= 9 cycles, else enumeration when
-    m <= 24, else an error that says why.
+    m <= 24, else the Monte Carlo route.
 
 Both routes live in :mod:`riskengine.inference` (``cyclic_structured``,
 ``cyclic_enumerate``); they read the cycles and the coin from the release's mechanism.
@@ -41,6 +44,7 @@ from .. import _validate as V
 from .. import cycles as _cycles
 from ..inference.cyclic import point_mass
 from ..inference.cyclic_enumerate import CyclicEnumerate, enumerate_signs
+from ..inference.cyclic_gibbs import CyclicGibbs
 from ..inference.cyclic_structured import MAX_WIDTH, CyclicStructured, structured
 from ..release import Release
 from ..table import Table, count_table
@@ -77,7 +81,7 @@ class CyclicPerturbation(Mechanism):
     """
 
     name = "cyclic"
-    routes = (CyclicStructured(), CyclicEnumerate())
+    routes = (CyclicStructured(), CyclicEnumerate(), CyclicGibbs())
     #: seed 003's example: the diagonal design (n x n), alpha = beta = 1/4
     config_defaults: ClassVar[dict] = {"alpha": 0.25, "beta": 0.25}
 

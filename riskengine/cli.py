@@ -276,17 +276,65 @@ def _param(text: str) -> tuple:
         return key.strip(), val
 
 
+def _protect_inputs(cls) -> dict:
+    """The keyword-only arguments of ``cls.protect`` (the agency's confidential inputs,
+    e.g. suppression's sensitive cells), by name: True where required."""
+    import inspect
+    return {k: p.default is inspect.Parameter.empty
+            for k, p in inspect.signature(cls.protect).parameters.items()
+            if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+
+#: protect inputs that mark cells: 0/1 (or true/false) per cell, read as a boolean mask
+_MASKS = ("sensitive",)
+
+
+def _protect_input(key: str, value, table):
+    """A protect input from ``--param``: a CSV / netCDF file in the table's layout (matched
+    by dim names and labels), a JSON array, or a scalar."""
+    import numpy as np
+
+    from ._io import read_table
+    from .table import aligned
+    where = f"--param {key}" + (f"={value}" if isinstance(value, str) else "")
+    if isinstance(value, str) and Path(value).is_file():
+        value = aligned(read_table(value), table.dims, table.coords, where)
+    elif isinstance(value, list):
+        value = aligned(np.asarray(value), table.dims, table.coords, where)
+    else:
+        return value
+    if key in _MASKS:
+        bad = value[(value != 0) & (value != 1)]
+        if bad.size:
+            raise ValueError(f"{where} marks cells with 0/1 (or true/false), got {bad[0].item()!r}")
+        value = value.astype(bool)
+    return value
+
+
 def _cmd_protect(args) -> int:
     import numpy as np
 
     from . import _config
     from ._io import read_table
+    from .mechanisms._base import lookup
     table = read_table(args.table)
     params = dict(_param(p) for p in args.param or ())
     params.update({k: getattr(args, k) for k in _LEGACY if getattr(args, k) is not None})
+    try:
+        inputs = _protect_inputs(lookup(args.mechanism))
+    except ValueError:                  # an unknown name: _config.mechanism says so
+        inputs = {}
+    kw = {k: _protect_input(k, params.pop(k), table) for k in list(params) if k in inputs}
     mech = _config.mechanism({"type": args.mechanism, **params}, table.shape,
                              f"--mechanism {args.mechanism}", dims=table.dims)
-    rel = mech.protect(table, np.random.default_rng(args.seed))
+    missing = [k for k, required in inputs.items() if required and k not in kw]
+    if missing:
+        raise ValueError(f"--mechanism {args.mechanism} needs the protect input"
+                         f"{'s' if len(missing) > 1 else ''} {', '.join(missing)}: "
+                         + " ".join(f"--param {k}=FILE.csv" for k in missing)
+                         + " (the table's layout; or a JSON array or a number); optional: "
+                         + (", ".join(k for k, r in inputs.items() if not r) or "none"))
+    rel = mech.protect(table, np.random.default_rng(args.seed), **kw)
     if args.out:
         rel.save(args.out)
         print(f"release written to {args.out}")
@@ -617,7 +665,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="registered mechanism name (default cyclic; e.g. rounding, margins, "
                          "bootstrap, binomial)")
     pr.add_argument("--param", action="append", metavar="KEY=VALUE",
-                    help="a mechanism parameter (repeatable), e.g. --param base=5")
+                    help="a mechanism parameter (repeatable), e.g. --param base=5; also "
+                         "the inputs a mechanism's protect needs, as a CSV in the table's "
+                         "layout or a JSON array (cell_suppression: sensitive, protection; "
+                         "cta: sensitive, protection, capacity)")
     pr.add_argument("--design", help="cyclic: diagonal (square, default) | staircase (n x m) | "
                     "seed003_three_way (4 x 4 x 3)")
     pr.add_argument("--alpha", type=float, help="cyclic: probability of adding (default 0.25)")

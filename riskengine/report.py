@@ -50,6 +50,7 @@ body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; col
 h1 { font-size: 1.6em; border-bottom: 2px solid #c0392b; padding-bottom: .2em; }
 h2 { font-size: 1.25em; margin-top: 1.8em; color: #333; }
 table { border-collapse: collapse; margin: .6em 0 1.2em; font-size: .9em; }
+div.wide { max-width: 100%; overflow-x: auto; }  /* a wide table scrolls inside the page */
 th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: right; }
 th { background: #f3f3f3; }
 td.l, th.l { text-align: left; }
@@ -75,7 +76,10 @@ def _table(header, rows, left=1) -> str:
         return "".join(f"<{tag}{_LEFT if i < left else ''}>{_e(c)}</{tag}>"
                        for i, c in enumerate(row))
     body = "".join(f"<tr>{cells('td', r)}</tr>" for r in rows)
-    return f"<table><thead><tr>{cells('th', header)}</tr></thead><tbody>{body}</tbody></table>"
+    # in a horizontally scrolling box: a table wider than the page (compare's measures
+    # with many mechanisms or columns) scrolls inside it instead of widening the page
+    return (f'<div class="wide"><table><thead><tr>{cells("th", header)}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
 
 
 def _dl(pairs) -> str:

@@ -235,6 +235,77 @@ def test_cli_report_bad_input_exit_2_one_line(tmp_path, capsys):
 
 
 
+# --- no table wider than the page -------------------------------------------------------
+def _scrolling_selectors(text: str) -> list:
+    """The selectors (``tag``, ``.class`` or ``tag.class``) of the report's CSS rules that
+    let an element scroll horizontally (``overflow-x: auto`` or ``scroll``)."""
+    css = re.search(r"<style>(.*?)</style>", text, re.DOTALL).group(1)
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.DOTALL)
+    out = []
+    for sels, body in re.findall(r"([^{}]+)\{([^}]*)\}", css):
+        if re.search(r"overflow-x\s*:\s*(auto|scroll)", body):
+            out += [sel.strip() for sel in sels.split(",")]
+    return out
+
+
+class _TableParents(HTMLParser):
+    """The element each <table> sits in: (tag, classes)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.parents = [], []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.parents.append(self.stack[-1] if self.stack else (None, set()))
+        if tag not in _VOID:
+            self.stack.append((tag, set((dict(attrs).get("class") or "").split())))
+
+    def handle_endtag(self, tag):
+        if tag not in _VOID:
+            self.stack.pop()
+
+
+def check_tables_scroll(text: str) -> int:
+    """Every <table> sits directly in an element the CSS lets scroll horizontally, so a
+    table wider than the page scrolls inside it instead of widening the page (a table's
+    own ``max-width: 100%`` would not do: a table grows to its content's minimum width).
+    Returns the number of tables."""
+    sels = _scrolling_selectors(text)
+    p = _TableParents()
+    p.feed(text)
+    for tag, classes in p.parents:
+        assert any(_selects(sel, tag, classes) for sel in sels), (
+            f"a <table> sits in <{tag} class={sorted(classes)}>, which does not scroll "
+            f"horizontally (scrolling selectors: {sels})")
+    return len(p.parents)
+
+
+def _selects(selector: str, tag, classes) -> bool:
+    """Whether a simple selector (``tag``, ``.class``, ``tag.class``) selects the element."""
+    m = re.fullmatch(r"([a-z]*)(?:\.([\w-]+))?", selector)
+    return bool(m) and m.group(1) in ("", tag) and (m.group(2) is None or m.group(2) in classes)
+
+
+def test_every_table_scrolls_inside_the_page(tmp_path, rng, small):
+    """Static (no browser): the assess report (the verdict's failing cells included), the
+    compare report with many long-named mechanisms, and the simulate report."""
+    post, rel, truth = small
+    texts = {
+        "assess": write_report(post, tmp_path / "a", release=rel, truth=truth,
+                               threshold=0.3),
+        "compare": write_report(compare_ds(rng, names=tuple(
+            f"controlled rounding base={b} method=optimal" for b in range(2, 10))),
+            tmp_path / "c"),
+        "simulate": write_report(simulate_ds(rng, 20), tmp_path / "s")}
+    for kind, path in texts.items():
+        text = path.read_text(encoding="utf-8")
+        n = check_tables_scroll(text)
+        assert n >= {"assess": 3, "compare": 1, "simulate": 2}[kind], (kind, n)
+    # assess: the verdict's failing cells, the summary, the per-cell table
+    assert "<th>small count (1-2)</th>" in texts["assess"].read_text(encoding="utf-8")
+
+
 # --- a real browser --------------------------------------------------------------------
 def _chromium():
     for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
@@ -256,6 +327,84 @@ window.addEventListener("load", function () {
 </script>"""
 
 
+def _probe(path, script: str, pre_id: str, profile, *flags):
+    """Open a copy of the report at ``path`` with ``script`` added in headless Chromium;
+    the script writes JSON into ``<pre id=pre_id>``: returns it, parsed.  The report
+    itself has no script."""
+    probe = path.with_name("probe.html")
+    probe.write_text(path.read_text(encoding="utf-8").replace("</body>", script + "</body>"),
+                     encoding="utf-8")
+    r = subprocess.run(
+        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         f"--user-data-dir={profile}", "--virtual-time-budget=10000", *flags,
+         "--dump-dom", probe.as_uri()], check=False,
+        capture_output=True, text=True, timeout=120)
+    m = re.search(rf'<pre id="{pre_id}">(.*?)</pre>', r.stdout)
+    assert m, f"{path.name}: no probe output; chromium stderr: {r.stderr[-500:]}"
+    return json.loads(m.group(1).replace("&quot;", '"'))
+
+
+_WIDTH_PROBE = """<script>
+window.addEventListener("load", function () {
+  var body = document.body, root = document.documentElement;
+  var right = body.getBoundingClientRect().right
+              - parseFloat(getComputedStyle(body).paddingRight);
+  var out = {window: window.innerWidth, page: [root.scrollWidth, root.clientWidth],
+             content_right: right, tables: []};
+  for (var t of document.querySelectorAll("table")) {
+    var box = t;   // the table, or the element it scrolls in
+    for (var el = t.parentElement; el && el !== body; el = el.parentElement) {
+      var ox = getComputedStyle(el).overflowX;
+      if (ox === "auto" || ox === "scroll") { box = el; break; }
+    }
+    out.tables.push({width: t.getBoundingClientRect().width, scrolls: box !== t,
+                     right: box.getBoundingClientRect().right,
+                     box: [box.scrollWidth, box.clientWidth]});
+  }
+  var pre = document.createElement("pre");
+  pre.id = "widthcheck";
+  pre.textContent = JSON.stringify(out);
+  body.appendChild(pre);
+});
+</script>"""
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no Chromium binary on PATH (Debian: "
+                    "apt-get install chromium); the headless-browser check needs one")
+def test_no_table_is_wider_than_the_page_in_headless_chromium(tmp_path, small):
+    """At a 1000 px window, no table reaches past the page's content box and the page
+    does not scroll sideways: a table wider than the page (compare's measures of seven
+    mechanisms: about 1700 px) scrolls inside its own box.  Before the box, the compare
+    page was 1717 px wide in a 985 px window."""
+    post, rel, truth = small
+    t = rk.Table(truth, dims=("v", "w"))
+    mechs = {"cyclic": rk.CyclicPerturbation(rk.cycles.diagonal(3), 0.25, 0.25),
+             "controlled rounding base=2": rk.ControlledRounding(2),
+             "controlled rounding base=3": rk.ControlledRounding(3),
+             "margins only": rk.MarginsOnly(), "bootstrap": rk.Bootstrap(M=3, S=2.0),
+             "random rounding base=3": rk.RandomRounding(3),
+             "cell key D=2 V=1": rk.CellKey(D=2, V=1)}
+    reports = {"compare": write_report(rk.compare(t, mechs, draws=2,
+                                                  rng=np.random.default_rng(1)),
+                                       tmp_path / "c"),
+               "assess": write_report(post, tmp_path / "a", release=rel, truth=truth,
+                                      threshold=0.3)}
+    for kind, path in reports.items():
+        got = _probe(path, _WIDTH_PROBE, "widthcheck", tmp_path / "profile",
+                     "--window-size=1000,800")
+        assert got["window"] == 1000, got
+        scroll, client = got["page"]
+        assert scroll <= client, f"{kind}: the page is {scroll} px wide in {client} px"
+        for tab in got["tables"]:
+            assert tab["right"] <= got["content_right"] + 0.5, (kind, tab, got)
+            assert tab["scrolls"], (kind, tab)
+        if kind == "compare":   # the case this guards: a table wider than the page
+            assert max(tab["width"] for tab in got["tables"]) > got["content_right"]
+            assert any(sw > cw for sw, cw in (tab["box"] for tab in got["tables"]))
+        # the browser saw every table the static check sees
+        assert len(got["tables"]) == check_tables_scroll(path.read_text(encoding="utf-8"))
+
+
 @pytest.mark.skipif(_chromium() is None, reason="no Chromium binary on PATH (Debian: "
                     "apt-get install chromium); the headless-browser check needs one")
 def test_report_opens_in_headless_chromium_with_every_image_loaded(tmp_path, rng, small):
@@ -270,16 +419,7 @@ def test_report_opens_in_headless_chromium_with_every_image_loaded(tmp_path, rng
         text = path.read_text(encoding="utf-8")
         widths = [_png_size(base64.b64decode(i["src"].split(",", 1)[1]))
                   for i in check_html(text).imgs]
-        probe = path.with_name("probe.html")
-        probe.write_text(text.replace("</body>", _PROBE + "</body>"), encoding="utf-8")
-        r = subprocess.run(
-            [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000",
-             "--dump-dom", probe.as_uri()], check=False,
-            capture_output=True, text=True, timeout=120)
-        m = re.search(r'<pre id="imgcheck">(.*?)</pre>', r.stdout)
-        assert m, f"{kind}: no probe output; chromium stderr: {r.stderr[-500:]}"
-        loaded = json.loads(m.group(1).replace("&quot;", '"'))
+        loaded = _probe(path, _PROBE, "imgcheck", tmp_path / "profile")
         assert len(loaded) == len(widths) > 0
         for (complete, w, h), (pw, ph) in zip(loaded, widths):
             assert complete and w > 0 and h > 0, kind

@@ -64,6 +64,7 @@ if not _LAZY:
     )
     from . import mechanisms as _mechanisms
     from ._io import read_csv_long, read_csv_wide, read_netcdf, read_table
+    from .inference._chains import MonteCarlo
     from .inference.sis import CountEstimate, estimate_count
     from .mechanisms import Mechanism
     from .posterior import Posterior, count_candidates, posterior
@@ -86,7 +87,7 @@ if not _LAZY:
     __all__ = [  # noqa: RUF022  (grouped by topic, not sorted)
         # tables, releases, inference
         "Table", "Release", "Posterior", "posterior", "count_candidates", "estimate_count",
-        "CountEstimate", "priors", "tabular",
+        "CountEstimate", "MonteCarlo", "priors", "tabular",
         "read_table", "read_csv_long", "read_csv_wide", "read_netcdf", "__version__",
         # mechanisms (and below, every name a mechanism module exports)
         "Mechanism", "cycles",

@@ -15,6 +15,7 @@ import xarray as xr
 
 from . import _budget
 from . import _validate as V
+from .inference._chains import MonteCarlo
 from .mechanisms._base import run_count, run_posterior
 from .priors import Prior, Uniform
 from .release import Release
@@ -294,7 +295,7 @@ def _release(release) -> Release:
 
 
 def posterior(release, prior: Prior | None = None, *, route: str = "auto", progress=None,
-              count: bool = True, memory=None) -> Posterior:
+              count: bool = True, memory=None, mcmc=None) -> Posterior:
     """Exact posterior of the original table given ``release`` and ``prior``.
 
     Parameters
@@ -313,6 +314,10 @@ def posterior(release, prior: Prior | None = None, *, route: str = "auto", progr
         same pass, others need one more).
     memory : int, float or str, optional
         The memory budget (bytes, or ``"8GB"``); default: half of the memory available now.
+    mcmc : rk.MonteCarlo, optional
+        Settings of the Monte Carlo route when it is the one taken (chains, warm-up,
+        draws, seed, threads or a dask ``scheduler``); default ``rk.MonteCarlo()``: 4 chains
+        x 1,000 draws after 300 warm-up sweeps, one thread per core.
 
     Examples
     --------
@@ -325,8 +330,10 @@ def posterior(release, prior: Prior | None = None, *, route: str = "auto", progr
     >>> post.attrs["route"]
     'structured'
     """
+    if mcmc is not None and not isinstance(mcmc, MonteCarlo):
+        raise TypeError(f"mcmc must be an rk.MonteCarlo, got {type(mcmc).__name__}")
     return run_posterior(_release(release), _prior(prior), route=route, progress=progress,
-                         count=count, memory=memory)
+                         count=count, memory=memory, mcmc=mcmc)
 
 
 def count_candidates(release, prior: Prior | None = None, *, route: str = "auto",

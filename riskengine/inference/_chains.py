@@ -1,4 +1,4 @@
-"""Markov chains run side by side on the machine's cores.
+"""Markov chains run side by side on the machine's cores (or on a dask cluster).
 
 Each chain is a function ``one(ch, tick) -> draws`` whose randomness comes only from its
 own seed (drawn in chain order before any chain starts), so the result for a seed is the
@@ -6,24 +6,101 @@ same whatever the number of threads.  The compiled kernels release the GIL, so t
 the chains in parallel.  ``tick(k)`` reports ``k`` more sweeps done (the progress callback
 is called from the chains' threads) and raises :class:`Stopped` once the run is stopped:
 Ctrl-C in the main thread stops every chain at its next tick instead of waiting for the
-end.
+end.  ``scheduler="dask"`` (a local cluster of processes), a cluster address or a
+``distributed.Client`` runs the chains as dask tasks instead: the same draws for a seed.
 """
 
 from __future__ import annotations
 
+import numbers
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
-__all__ = ["Stopped", "run"]
+__all__ = ["MonteCarlo", "Stopped", "run"]
+
+DASK_HINT = 'pip install "riskengine[dask]"'
+
+
+@dataclass(frozen=True)
+class MonteCarlo:
+    """Settings of a Monte Carlo route (``rk.posterior(..., mcmc=rk.MonteCarlo(...))``).
+
+    ``chains`` from dispersed starts, ``warmup`` sweeps dropped and ``draws`` kept per chain;
+    ``seed``: extra entropy (None: the release, prior and settings alone decide the draws);
+    ``workers``: threads (None: one per core, at most one per chain); ``scheduler``: None
+    (threads), ``"dask"`` (a local cluster), an address ``"tcp://host:port"`` or a
+    ``distributed.Client``.  The draws for a seed do not depend on workers or scheduler.
+    """
+
+    chains: int = 4
+    warmup: int = 300
+    draws: int = 1000
+    seed: int | None = None
+    workers: int | None = None
+    scheduler: object = None
+
+    def __post_init__(self):
+        for name, low in (("chains", 1), ("warmup", 0), ("draws", 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low:
+                raise ValueError(f"MonteCarlo {name} must be an integer >= {low}, got {v!r}")
+        if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(
+                self.workers, numbers.Integral) or self.workers < 1):
+            raise ValueError(f"MonteCarlo workers must be None or an integer >= 1, got "
+                             f"{self.workers!r}")
+        s = self.scheduler
+        if s is not None and isinstance(s, str) and s != "dask" and "://" not in s:
+            raise ValueError(f"unknown scheduler {s!r}; known: None (threads), 'dask' (local "
+                             "cluster), or a cluster address 'tcp://host:port'")
 
 
 class Stopped(Exception):
     """Raised inside a chain when the run was stopped (Ctrl-C or another chain's error)."""
 
 
-def run(n: int, one, total: int, progress=None, workers: int | None = None) -> list:
+def _idle(k: int):
+    return None
+
+
+def _run_dask(n, one, total, progress, scheduler) -> list:
+    try:
+        import distributed
+    except ImportError:
+        raise ImportError(f"scheduler={scheduler!r} needs dask.distributed: {DASK_HINT}") \
+            from None
+    owned = not isinstance(scheduler, distributed.Client)
+    if not owned:
+        client = scheduler
+    elif scheduler == "dask":
+        cluster = distributed.LocalCluster(n_workers=min(n, os.cpu_count() or 1),
+                                           threads_per_worker=1, processes=True,
+                                           dashboard_address=None)
+        client = distributed.Client(cluster)
+    else:
+        client = distributed.Client(scheduler)
+    try:
+        futures = [client.submit(one, ch, _idle, pure=False) for ch in range(n)]
+        out = {}
+        for fut in distributed.as_completed(futures):
+            out[futures.index(fut)] = fut.result()
+            if progress is not None:
+                progress(total * len(out) // n, total)
+        return [out[ch] for ch in range(n)]
+    finally:
+        if owned:
+            cluster = getattr(client, "cluster", None)
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+def run(n: int, one, total: int, progress=None, workers: int | None = None,
+        scheduler=None) -> list:
     """The results of ``one(ch, tick)`` for ``ch = 0 .. n - 1``, in chain order."""
+    if scheduler is not None:
+        return _run_dask(n, one, total, progress, scheduler)
     lock = threading.Lock()
     stop = threading.Event()
     done = [0]

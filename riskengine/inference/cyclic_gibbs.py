@@ -47,8 +47,8 @@ class CyclicGibbs(BlockGibbs):
     exact = False
 
     def __init__(self, chains: int = 4, warmup: int = 300, draws: int = 1000,
-                 seed: int | None = None, workers: int | None = None):
-        super().__init__(None, chains, warmup, draws, seed, workers)
+                 seed: int | None = None, workers: int | None = None, scheduler=None):
+        super().__init__(None, chains, warmup, draws, seed, workers, scheduler)
 
     def applies(self, release, prior):
         if release.kind != "count":
@@ -103,7 +103,7 @@ class CyclicGibbs(BlockGibbs):
             return out
 
         signs = np.stack(_chains.run(self.chains, one, self.chains * n_it, progress,
-                                     self.workers))
+                                     self.workers, self.scheduler))
         C = mech.cycles
         tables = tables_from_signs(pb.P, signs.reshape(-1, m), C)
         draws = tables.reshape((self.chains, self.draws) + tuple(release.shape))

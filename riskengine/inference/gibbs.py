@@ -30,6 +30,7 @@ the settings.
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
@@ -125,16 +126,25 @@ class BlockGibbs(Route):
     exact = False
 
     def __init__(self, windows, chains: int = 4, warmup: int = 300, draws: int = 1000,
-                 seed: int | None = None, workers: int | None = None):
+                 seed: int | None = None, workers: int | None = None, scheduler=None):
         self._windows = windows
         self.chains, self.warmup, self.draws = chains, warmup, draws
-        #: threads running the chains (None: one per core, at most one per chain); the
-        #: result for a seed does not depend on it
-        self.workers = workers
         #: extra entropy for the chains' generator (None: the release, prior and settings
         #: alone decide it; repeated runs with different seeds measure the Monte Carlo
         #: error)
         self.seed = seed
+        #: threads running the chains (None: one per core, at most one per chain) or a
+        #: dask scheduler (:class:`._chains.MonteCarlo`); the result for a seed does not
+        #: depend on either
+        self.workers = workers
+        self.scheduler = scheduler
+
+    def with_settings(self, mc: _chains.MonteCarlo):
+        """The same route with the chains' settings of ``mc``."""
+        out = copy.copy(self)
+        out.chains, out.warmup, out.draws = mc.chains, mc.warmup, mc.draws
+        out.seed, out.workers, out.scheduler = mc.seed, mc.workers, mc.scheduler
+        return out
 
     def applies(self, release, prior):
         if release.kind != "count" or len(release.dims) not in (2, 3) or release.groups:
@@ -206,7 +216,7 @@ class BlockGibbs(Route):
             return out
 
         out = np.stack(_chains.run(self.chains, one, self.chains * n_it, progress,
-                                   self.workers))
+                                   self.workers, self.scheduler))
         if flip:
             out = np.swapaxes(out, 2, 3)
         return self._posterior(release, prior, out)
@@ -237,7 +247,8 @@ class BlockGibbs(Route):
             raise ValueError(f"no original table is consistent with this "
                              f"{release.mechanism.name} release under this prior")
         out = gibbs3d.chains(ew, self.chains, self.warmup, self.draws,
-                             self._rng(release, prior), progress, workers=self.workers)
+                             self._rng(release, prior), progress, workers=self.workers,
+                             scheduler=self.scheduler)
         return self._posterior(release, prior, out)
 
     def _posterior(self, release, prior, draws):

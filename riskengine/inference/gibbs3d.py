@@ -115,7 +115,7 @@ def start(ew: EntryWindows, rng: np.random.Generator, tries: int = 20) -> np.nda
 
 def chains(ew: EntryWindows, n_chains: int, warmup: int, draws: int,
            rng: np.random.Generator, progress=None, degree6: bool = True,
-           workers: int | None = None) -> np.ndarray:
+           workers: int | None = None, scheduler=None) -> np.ndarray:
     """Kept draws ``(chain, draw, I, J, K)`` of ``n_chains`` chains from dispersed starts,
     run side by side (:mod:`._chains`; ``degree6=False``: without the degree-6 moves, a
     move set known to be reducible on some candidate sets; for tests of the diagnostics)."""
@@ -148,5 +148,6 @@ def chains(ew: EntryWindows, n_chains: int, warmup: int, draws: int,
             raise RuntimeError(f"internal error: 3-D Gibbs chain {ch} left the support")
         return out
 
-    out = np.stack(_chains.run(n_chains, one, n_chains * (warmup + draws), progress, workers))
+    out = np.stack(_chains.run(n_chains, one, n_chains * (warmup + draws), progress, workers,
+                               scheduler))
     return out.reshape((n_chains, draws) + tuple(ew.shape))

@@ -272,11 +272,14 @@ def select_route(release, prior, route: str = "auto", memory=None, what: str = "
 
 
 def run_posterior(release, prior, route: str = "auto", progress=None, count: bool = True,
-                  memory=None):
+                  memory=None, mcmc=None):
     """Resolve the route and run it: the labelled posterior, with ``attrs["route"]`` and
-    ``attrs["route_reason"]``."""
+    ``attrs["route_reason"]``; ``mcmc``: the settings of a Monte Carlo route (chains,
+    draws, seed, scheduler), used when the route taken is one."""
     r, reason = select_route(release, prior, route, memory,
                              "posterior+count" if count else "posterior")
+    if mcmc is not None and not r.exact:
+        r = r.with_settings(mcmc)
     post = r.run(release, prior, count=count, progress=progress, memory=_budget.budget(memory))
     post.attrs["route"] = r.name
     post.attrs["route_reason"] = reason

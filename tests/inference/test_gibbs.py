@@ -299,3 +299,37 @@ def test_same_seed_same_draws_whatever_the_threads(shape):
             for w in (1, 2, 3)]
     for other in runs[1:]:
         np.testing.assert_array_equal(runs[0].chains, other.chains)
+
+
+def test_monte_carlo_settings_reach_the_route_and_are_checked():
+    """rk.posterior(..., mcmc=rk.MonteCarlo(...)) sets chains, draws and seed of the Monte
+    Carlo route it takes (and leaves exact routes alone); bad settings are refused."""
+    rel = rk.MarginsOnly().protect(_table(np.random.default_rng(1), (5, 5), 6.0))
+    mc = rk.MonteCarlo(chains=2, warmup=20, draws=150, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        post = rk.posterior(rel, route="mcmc", mcmc=mc)
+        again = rk.posterior(rel, route="mcmc", mcmc=mc)
+        other = rk.posterior(rel, route="mcmc", mcmc=rk.MonteCarlo(2, 20, 150, seed=4))
+    assert post.chains.shape == (2, 150, 5, 5)
+    np.testing.assert_array_equal(post.chains, again.chains)
+    assert not np.array_equal(post.chains, other.chains)
+    assert rk.posterior(rel, route="dp", mcmc=mc).attrs["route"] == "dp"
+    with pytest.raises(ValueError, match="MonteCarlo draws must be an integer >= 1, got 0"):
+        rk.MonteCarlo(draws=0)
+    with pytest.raises(ValueError, match="unknown scheduler 'spark'"):
+        rk.MonteCarlo(scheduler="spark")
+    with pytest.raises(TypeError, match="mcmc must be an rk.MonteCarlo"):
+        rk.posterior(rel, mcmc={"draws": 10})
+
+
+@pytest.mark.filterwarnings("ignore::riskengine.inference.gibbs.ConvergenceWarning")
+def test_dask_scheduler_gives_the_same_draws():
+    """The chains as tasks on a local dask cluster: the same draws for the seed."""
+    pytest.importorskip("distributed")
+    rng = np.random.default_rng(9)
+    rel = rk.RandomRounding(3).protect(_table(rng, (4, 3), 5.0), rng)
+    a = rk.posterior(rel, route="mcmc", mcmc=rk.MonteCarlo(2, 20, 200, seed=1))
+    b = rk.posterior(rel, route="mcmc", mcmc=rk.MonteCarlo(2, 20, 200, seed=1,
+                                                           scheduler="dask"))
+    np.testing.assert_array_equal(a.chains, b.chains)

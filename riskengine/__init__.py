@@ -64,9 +64,9 @@ if not _LAZY:
     )
     from . import mechanisms as _mechanisms
     from ._io import read_csv_long, read_csv_wide, read_netcdf, read_table
-    from .inference._chains import MonteCarlo
     from .inference.sis import CountEstimate, estimate_count
     from .mechanisms import Mechanism
+    from .mechanisms._base import MonteCarlo
     from .posterior import Posterior, count_candidates, posterior
     from .release import Release
     from .table import Table

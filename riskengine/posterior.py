@@ -15,8 +15,7 @@ import xarray as xr
 
 from . import _budget
 from . import _validate as V
-from .inference._chains import MonteCarlo
-from .mechanisms._base import run_count, run_posterior
+from .mechanisms._base import MonteCarlo, run_count, run_posterior
 from .priors import Prior, Uniform
 from .release import Release
 from .table import aligned

@@ -12,48 +12,13 @@ end.  ``scheduler="dask"`` (a local cluster of processes), a cluster address or 
 
 from __future__ import annotations
 
-import numbers
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
-__all__ = ["MonteCarlo", "Stopped", "run"]
+__all__ = ["Stopped", "run"]
 
 DASK_HINT = 'pip install "riskengine[dask]"'
-
-
-@dataclass(frozen=True)
-class MonteCarlo:
-    """Settings of a Monte Carlo route (``rk.posterior(..., mcmc=rk.MonteCarlo(...))``).
-
-    ``chains`` from dispersed starts, ``warmup`` sweeps dropped and ``draws`` kept per chain;
-    ``seed``: extra entropy (None: the release, prior and settings alone decide the draws);
-    ``workers``: threads (None: one per core, at most one per chain); ``scheduler``: None
-    (threads), ``"dask"`` (a local cluster), an address ``"tcp://host:port"`` or a
-    ``distributed.Client``.  The draws for a seed do not depend on workers or scheduler.
-    """
-
-    chains: int = 4
-    warmup: int = 300
-    draws: int = 1000
-    seed: int | None = None
-    workers: int | None = None
-    scheduler: object = None
-
-    def __post_init__(self):
-        for name, low in (("chains", 1), ("warmup", 0), ("draws", 1)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low:
-                raise ValueError(f"MonteCarlo {name} must be an integer >= {low}, got {v!r}")
-        if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(
-                self.workers, numbers.Integral) or self.workers < 1):
-            raise ValueError(f"MonteCarlo workers must be None or an integer >= 1, got "
-                             f"{self.workers!r}")
-        s = self.scheduler
-        if s is not None and isinstance(s, str) and s != "dask" and "://" not in s:
-            raise ValueError(f"unknown scheduler {s!r}; known: None (threads), 'dask' (local "
-                             "cluster), or a cluster address 'tcp://host:port'")
 
 
 class Stopped(Exception):

@@ -134,12 +134,12 @@ class BlockGibbs(Route):
         #: error)
         self.seed = seed
         #: threads running the chains (None: one per core, at most one per chain) or a
-        #: dask scheduler (:class:`._chains.MonteCarlo`); the result for a seed does not
+        #: dask scheduler (:class:`riskengine.MonteCarlo`); the result for a seed does not
         #: depend on either
         self.workers = workers
         self.scheduler = scheduler
 
-    def with_settings(self, mc: _chains.MonteCarlo):
+    def with_settings(self, mc):
         """The same route with the chains' settings of ``mc``."""
         out = copy.copy(self)
         out.chains, out.warmup, out.draws = mc.chains, mc.warmup, mc.draws

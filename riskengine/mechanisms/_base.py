@@ -20,6 +20,7 @@ validators and the memory budget, so every layer may import it.
 from __future__ import annotations
 
 import inspect
+import numbers
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -27,7 +28,7 @@ import numpy as np
 
 from .. import _budget
 
-__all__ = ["REGISTRY", "Cost", "Mechanism", "Route", "lookup", "mechanism_from_dict", "register",
+__all__ = ["REGISTRY", "Cost", "Mechanism", "MonteCarlo", "Route", "lookup", "mechanism_from_dict", "register",
            "run_count", "run_posterior", "select_route"]
 
 #: registry name -> mechanism class (filled by :func:`register`)
@@ -72,6 +73,39 @@ class Cost:
     memory: float = 0.0
     detail: str = ""
     too_long: str = ""
+
+
+@dataclass(frozen=True)
+class MonteCarlo:
+    """Settings of a Monte Carlo route (``rk.posterior(..., mcmc=rk.MonteCarlo(...))``).
+
+    ``chains`` from dispersed starts, ``warmup`` sweeps dropped and ``draws`` kept per chain;
+    ``seed``: extra entropy (None: the release, prior and settings alone decide the draws);
+    ``workers``: threads (None: one per core, at most one per chain); ``scheduler``: None
+    (threads), ``"dask"`` (a local cluster), an address ``"tcp://host:port"`` or a
+    ``distributed.Client``.  The draws for a seed do not depend on workers or scheduler.
+    """
+
+    chains: int = 4
+    warmup: int = 300
+    draws: int = 1000
+    seed: int | None = None
+    workers: int | None = None
+    scheduler: object = None
+
+    def __post_init__(self):
+        for name, low in (("chains", 1), ("warmup", 0), ("draws", 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low:
+                raise ValueError(f"MonteCarlo {name} must be an integer >= {low}, got {v!r}")
+        if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(
+                self.workers, numbers.Integral) or self.workers < 1):
+            raise ValueError(f"MonteCarlo workers must be None or an integer >= 1, got "
+                             f"{self.workers!r}")
+        s = self.scheduler
+        if s is not None and isinstance(s, str) and s != "dask" and "://" not in s:
+            raise ValueError(f"unknown scheduler {s!r}; known: None (threads), 'dask' (local "
+                             "cluster), or a cluster address 'tcp://host:port'")
 
 
 class Route:

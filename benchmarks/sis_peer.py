@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 import venv
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +65,13 @@ def _summary(logw: np.ndarray) -> tuple:
     return float(m + math.log(mean)), float(rel_se), float(ess)
 
 
+def _z(est, se, exact) -> str:
+    """(estimate - exact) / SE; an estimate with SE 0 (every weight equal) is exact or not."""
+    if se == 0:
+        return "exact (SE 0)" if math.isclose(est, exact, rel_tol=1e-9) else "wrong (SE 0)"
+    return f"{(est - exact) / se:+.2f}"
+
+
 def _instances():
     rng = np.random.default_rng(3)
     t = rk.Table(rng.poisson(5, size=(5, 5)))
@@ -93,19 +101,22 @@ def main(argv=None):
         rel = rk.Release(None, margins={("dim_0",): np.array(r), ("dim_1",): np.array(c),
                                         (): np.array(sum(r))},
                          mechanism=rk.MarginsOnly(), dims=("dim_0", "dim_1"), kind="count")
-        rk.estimate_count(rel, n=100, rng=np.random.default_rng(0))          # JIT
-        t0 = time.perf_counter()
-        ours = rk.estimate_count(rel, n=args.draws, rng=np.random.default_rng(1))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")                 # ours warns when unreliable
+            rk.estimate_count(rel, n=100, rng=np.random.default_rng(0))      # JIT
+            t0 = time.perf_counter()
+            ours = rk.estimate_count(rel, n=args.draws, rng=np.random.default_rng(1))
         t_ours = time.perf_counter() - t0
         lp, sp, ep = _summary(np.array(p["logw"]))
         row = {"instance": name, "exact": "-" if exact is None else f"{exact:.6g}",
                "ours": f"{ours.estimate:.5g} ± {100 * ours.rel_se:.2g}%",
-               "ours ESS": f"{ours.ess:,.0f}", "ours s": f"{t_ours:.2f}",
+               "ours ESS": f"{ours.ess:,.0f}" + ("" if ours.reliable else " (flagged)"),
+               "ours s": f"{t_ours:.2f}",
                "peer": f"{math.exp(lp):.5g} ± {100 * sp:.2g}%", "peer ESS": f"{ep:,.0f}",
                "peer s": f"{p['seconds']:.2f}"}
         if exact is not None:
-            row["ours z"] = f"{(ours.estimate - exact) / (ours.estimate * ours.rel_se):+.2f}"
-            row["peer z"] = f"{(math.exp(lp) - exact) / (math.exp(lp) * sp):+.2f}"
+            row["ours z"] = _z(ours.estimate, ours.estimate * ours.rel_se, exact)
+            row["peer z"] = _z(math.exp(lp), math.exp(lp) * sp, exact)
         rows.append(row)
         print(row, flush=True)
     if args.markdown:

@@ -4,6 +4,10 @@
     riskengine report RESULTS.nc [--out DIR]
     riskengine protect TABLE.csv --mechanism cyclic [--design diagonal] [--alpha A] [--beta B]
     riskengine count RELEASE.json [--prior SPEC]
+    riskengine suppress MICRO.csv --dims D1,D2 --value V --rule p:15 [--rule nk:3,80]
+                        [--method heuristic|optimal] [--cost value|count] [--out REL.json]
+    riskengine audit RELEASE.json [--microdata MICRO.csv --value V --rule R] [--out DIR]
+                     [--no-report]
     riskengine analyze [RELEASE.json] [--statistic S ...] [--prior SPEC] [--draws N] [--seed S]
                        [--truth TABLE.csv] [--out DIR] [--no-report]
     riskengine compare [CONFIG.toml] [--out DIR] [--draws N] [--seed S] [--no-report]
@@ -26,6 +30,13 @@ log_odds_ratio:DIM=A,B;DIM=C,D), writing ``analysis.nc`` and its report (``analy
 ``report`` turns any results netCDF (assess, compare, simulate, analyze) into
 the report of its kind.  Each command writes its own report name, so one folder holds
 them all; ``--no-report`` removes that command's earlier report from the folder.
+``suppress`` builds a magnitude table from microdata (one row per contribution), finds
+its sensitive cells by sensitivity rules (``--rule p:P | pq:P,Q | nk:N,K``, repeatable),
+suppresses them and complementary cells, audits the pattern and writes the release;
+``audit`` gives the LP interval of every suppressed cell of a suppression release (or the
+published cells of a CTA release) and, with the microdata, whether each sensitive cell
+is protected (``audit.nc``, ``audit.html``).  ``assess`` of such a magnitude release gives
+the audit (no integer posterior exists); ``count`` refuses it, pointing to ``audit``.
 ``warmup`` compiles every numerical kernel ahead (e.g. in a container build): the
 first run on a machine otherwise says so while it compiles.
 
@@ -168,6 +179,16 @@ def _cmd_assess(args) -> int:
     from ._io import atomic_write_netcdf
     from .posterior import posterior
     rel, truth = _release_and_truth(args, "assess")
+    why = _no_posterior(rel)
+    if why is not None:                 # magnitude releases: the audit is the answer
+        print(f"riskengine assess: {why}; the audit is the answer, as riskengine audit "
+              "gives it" + ("" if rel.mechanism.name == "cta" else ": the intervals an "
+                            "intruder can derive for the suppressed cells by linear "
+                            "programming"))
+        if truth is not None:
+            print("riskengine assess: --truth is not used here: riskengine audit --microdata "
+                  "FILE --rule ... checks each sensitive cell against the original")
+        return _run_audit(args, rel, None)
     if truth is not None and truth.shape != rel.shape:
         raise ValueError(f"truth table has shape {truth.shape}, the release {rel.shape}")
     prior = priors.parse(args.prior)
@@ -349,6 +370,11 @@ def _cmd_count(args) -> int:
     from .posterior import count_candidates
     from .release import Release
     rel = Release.load(args.release)
+    why = _no_posterior(rel)
+    if why is not None:
+        raise ValueError(f"{why}: no original tables to count; riskengine audit "
+                         f"{args.release} derives what an intruder can (the LP interval of "
+                         "each cell)")
     prior = priors.parse(args.prior)
     sis_fits = applies(rel) is None and isinstance(prior, priors.Uniform)
     if args.sis is not None:
@@ -367,6 +393,274 @@ def _cmd_count(args) -> int:
               f"({_cli_hints(str(e), args)}); estimating by sequential importance sampling "
               "instead", file=sys.stderr)
         print(estimate_count(rel, n=10000))
+    return 0
+
+
+#: --rule NAME:NUMBERS -> (rule class of riskengine.magnitude.sensitivity, its parameters);
+#: the library's own names for the rules (Rule.to_dict) are accepted too
+_RULES = {"p": ("PPercent", ("p",)), "pq": ("PQ", ("p", "q")), "nk": ("Dominance", ("n", "k"))}
+_RULE_ALIASES = {"p_percent": "p", "dominance": "nk"}
+_RULE_SYNTAX = ("p:P (p-percent rule: the second largest contributor must not estimate the "
+                "largest within P %, e.g. p:15) | pq:P,Q (pq rule: as p:P when every "
+                "contribution is known within Q %, e.g. pq:15,50) | nk:N,K ((n,k)-dominance: "
+                "the N largest must not exceed K % of the cell, e.g. nk:3,80); repeatable: a "
+                "cell is sensitive under any rule and needs the largest protection")
+
+
+def _rule_spec(text: str) -> tuple:
+    """``--rule``: ``(class name, parameters, text)``, checked without loading the library
+    (a bad rule is an argument error, answered at once)."""
+    name, sep, rest = text.partition(":")
+    name = _RULE_ALIASES.get(name.strip().lower(), name.strip().lower())
+    if name not in _RULES:
+        raise argparse.ArgumentTypeError(f"unknown rule {text.partition(':')[0]!r} in "
+                                         f"{text!r}; known: p:P, pq:P,Q, nk:N,K")
+    cls, params = _RULES[name]
+    vals = [v.strip() for v in rest.split(",")] if sep and rest.strip() else []
+    if len(vals) != len(params):
+        raise argparse.ArgumentTypeError(
+            f"rule {name} takes {len(params)} number{'s' if len(params) > 1 else ''} "
+            f"({name}:{','.join(p.upper() for p in params)}), got {text!r}")
+    nums = []
+    for p, v in zip(params, vals):
+        try:
+            nums.append(int(v) if p == "n" else float(v))
+        except ValueError:
+            kind = "an integer" if p == "n" else "a number"
+            raise argparse.ArgumentTypeError(f"rule {text!r}: {p} must be {kind}, got "
+                                             f"{v!r}") from None
+    return cls, tuple(nums), text
+
+
+def _sensitivity_rule(specs):
+    """The rule of one or several ``--rule`` (several: ``Max``, a cell is sensitive under
+    any of them and needs the largest protection)."""
+    from .magnitude import sensitivity as S
+    rules = []
+    for cls, nums, text in specs:
+        try:
+            rules.append(getattr(S, cls)(*nums))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"--rule {text}: {exc}") from None
+    return rules[0] if len(rules) == 1 else S.Max(*rules)
+
+
+def _dims_list(text: str) -> tuple:
+    dims = tuple(d.strip() for d in text.split(",") if d.strip())
+    if not dims:
+        raise argparse.ArgumentTypeError(f"--dims needs column names separated by commas, "
+                                         f"got {text!r}")
+    return dims
+
+
+def _read_microdata(path, dims, value: str, respondent=None) -> dict:
+    """The columns of a microdata CSV (one row per contribution): dims as labels (as
+    tables read them: integers where they parse), the value column as numbers."""
+    import numpy as np
+
+    from ._io import _label, _number, _read_rows
+    rows = _read_rows(path)
+    header = [h.strip() for h in rows[0]]
+    need = [*dims, value] + ([respondent] if respondent else [])
+    missing = [c for c in need if c not in header]
+    if missing:
+        raise ValueError(f"{path}: no column{'s' if len(missing) > 1 else ''} "
+                         f"{', '.join(map(repr, missing))}; its columns are {header}")
+    for n, r in enumerate(rows[1:], start=2):
+        if len(r) != len(header):
+            raise ValueError(f"{path}, line {n}: {len(r)} fields, header has {len(header)}")
+    cols = {d: [_label(r[header.index(d)]) for r in rows[1:]]
+            for d in [*dims] + ([respondent] if respondent else [])}
+    vi = header.index(value)
+    cols[value] = np.array([_number(r[vi], f"{path}, line {n}, column {value!r}")
+                            for n, r in enumerate(rows[1:], start=2)])
+    return cols
+
+
+class _Auditor:
+    """The agency's confidential view: the contributions and their sensitivity."""
+
+    def __init__(self, path, dims, value, rules, respondent=None, release=None):
+        from .magnitude.contributions import contributions
+        from .magnitude.sensitivity import assess
+        cols = _read_microdata(path, dims, value, respondent)
+        kw = {}
+        if release is not None:             # the release's categories and totals
+            kw = {"categories": {d: list(release.coords[d]) for d in dims},
+                  "margins": list(release.margins)}
+        self.contribs = contributions(cols, dims=dims, value=value, respondent=respondent,
+                                      **kw)
+        self.rule = _sensitivity_rule(rules)
+        self.sens = assess(self.contribs, self.rule)
+        self.n_rows = len(cols[value])
+        self.text = (f"microdata {path} ({self.n_rows} contributions, value {value!r}), "
+                     f"rule {self.rule.describe()}")
+
+
+def _auditor(args, release):
+    """``--microdata`` (with ``--value`` and ``--rule``, defaults from the release's
+    record of how ``riskengine suppress`` made it), or None: the intruder's view only."""
+    if getattr(args, "microdata", None) is None:
+        for opt in ("rule", "value", "dims", "respondent"):
+            if getattr(args, opt, None):
+                raise ValueError(f"--{opt} describes the microdata: give --microdata too")
+        return None
+    made = release.info.get("microdata", {})
+    value = args.value or made.get("value")
+    specs = args.rule or [_rule_spec(t) for t in made.get("rules", ())]
+    if value is None or not specs:
+        raise ValueError("--microdata needs --value COLUMN and --rule (this release does not "
+                         "record how it was made)")
+    dims = args.dims or tuple(release.dims)
+    if set(dims) != set(release.dims):
+        raise ValueError(f"--dims {','.join(dims)}: the release's dims are "
+                         f"{','.join(release.dims)}")
+    return _Auditor(args.microdata, tuple(release.dims), value, specs,
+                    args.respondent or made.get("respondent"), release)
+
+
+def _audit_of(release):
+    """``"suppression"`` / ``"cta"``: the release kinds the audit answers; else None."""
+    name = release.mechanism.name
+    if name == "cta":
+        return "cta"
+    if name == "cell_suppression":
+        return "suppression"
+    return None
+
+
+def _no_posterior(release):
+    """Why ``assess`` / ``count`` have no posterior for this release (then the audit is
+    the answer), or None."""
+    if release.mechanism.name == "cta":
+        return (f"a CTA release ({release.mechanism.describe()}) publishes adjusted "
+                "magnitudes: magnitude releases have no integer posterior, and this one no "
+                "likelihood either (its protection levels and capacities are confidential)")
+    if release.mechanism.name == "cell_suppression" and release.kind == "magnitude":
+        return (f"magnitude releases ({release.mechanism.describe()}) have no integer "
+                "posterior")
+    return None
+
+
+def _audit_dataset(release, auditor=None):
+    """``rk.audit``'s Dataset of a suppression release (the auditor's view with
+    ``auditor``), or of a CTA release: every cell published; with ``auditor``, each
+    sensitive cell's adjustment against its protection."""
+    import numpy as np
+    import xarray as xr
+
+    from .magnitude.audit import audit
+    from .magnitude.intervals import protection_tol
+    from .magnitude.protection import sensitive_cells
+    from .report import KIND_ATTR, describe_release
+    kind = _audit_of(release)
+    if kind is None:
+        raise ValueError(f"riskengine audit takes a cell-suppression or CTA release, this one "
+                         f"is {release.mechanism.describe()}: riskengine assess gives its "
+                         "posterior risk")
+    if auditor is None:
+        ds = audit(release)
+    elif kind == "suppression":
+        ds = audit(release, auditor.sens, table=auditor.contribs)
+    else:
+        ds = audit(release)
+        system = release.system()
+        x = release.cell_vector(system)
+        val = system.vector(auditor.contribs.table.values).astype(float)
+        sens, plo, phi = sensitive_cells(auditor.sens, None, system)
+        moved = x - val
+        tol = protection_tol(val)
+        under = sens & ~((moved <= -plo + tol) | (moved >= phi - tol))
+        data = {"published": x, "suppressed": np.zeros(x.size, bool), "value": val,
+                "adjustment": moved, "sensitive": sens, "protection_lower": plo,
+                "protection_upper": phi, "under_protected": under}
+        show = bool(sens[system.n_interior:].any())
+        ds = xr.Dataset({name + b.suffix: (b.xdims, vec[b.slice].reshape(b.shape))
+                         for b in system.blocks if b.is_interior or show
+                         for name, vec in data.items()},
+                        coords={d: release.coords[d] for d in release.dims},
+                        attrs={**ds.attrs, "n_under_protected": int(under.sum())})
+    ds.attrs.update({KIND_ATTR: "audit", "audit_of": kind,
+                     "release": "; ".join(f"{k}: {v}" for k, v in
+                                          describe_release(release).items()),
+                     "auditor": auditor.text if auditor is not None else
+                     "the release alone (an intruder's view)"})
+    return ds
+
+
+def _text_table(header, rows) -> list:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    def line(cells):
+        return "  ".join(c.rjust(w) for c, w in zip(cells, widths))
+    return [line(header), line(["-" * w for w in widths])] + [line(r) for r in rows]
+
+
+def _run_audit(args, release, auditor) -> int:
+    """Print the audit, write ``audit.nc`` and (unless ``--no-report``) ``audit.html``."""
+    from ._io import atomic_write_netcdf
+    from .report import audit_rows, audit_verdict
+    ds = _audit_dataset(release, auditor)
+    header, rows = audit_rows(ds)
+    label, lines = audit_verdict(ds)
+    print("\n".join(_text_table(header, rows)) if rows else
+          "no cell is suppressed or known to be sensitive")
+    print(f"\nmechanism: {release.mechanism.describe()}")
+    print(f"audited with: {ds.attrs['auditor']}")
+    print(f"AUDIT: {label}: " + "; ".join(lines))
+    out = _out_dir(args.out)
+    path = out / "audit.nc"
+    atomic_write_netcdf(ds, path)
+    print(f"audit written to {path}")
+    _maybe_report(args, ds, path, "audit")
+    return 0
+
+
+def _cmd_audit(args) -> int:
+    from .release import Release
+    rel = Release.load(args.release)
+    if _audit_of(rel) is None:        # before the microdata are read
+        _audit_dataset(rel)
+    return _run_audit(args, rel, _auditor(args, rel))
+
+
+def _cmd_suppress(args) -> int:
+    from .mechanisms.suppression import suppress
+    from .report import audit_verdict, magnitude
+    aud = _Auditor(args.microdata, args.dims, args.value, args.rule, args.respondent)
+    rel = suppress(aud.contribs, aud.sens, method=args.method, cost=args.cost,
+                   suppress_zeros=args.suppress_zeros, suppress_totals=args.suppress_totals,
+                   time_limit=args.time_limit)
+    rel.info["microdata"] = {"value": args.value, "rules": [t for _, _, t in args.rule],
+                             **({"respondent": args.respondent} if args.respondent else {})}
+    ds = _audit_dataset(rel, aud)
+    label, lines = audit_verdict(ds)
+    i = rel.info
+    t = aud.contribs.table
+    n_prim = i["n_sensitive"] + i["n_sensitive_totals"]
+    n_sec = i["n_complementary"] + i["n_totals_suppressed"] - i["n_sensitive_totals"]
+    cost = (f"{magnitude(i['value_complementary'] + i['value_totals_suppressed'])} (the value "
+            "of the secondary suppressions; of every suppressed cell "
+            f"{magnitude(i['value_suppressed'] + i['value_totals_suppressed'])})"
+            if args.cost == "value" else f"{n_sec} secondary suppressions")
+    summary = [
+        f"riskengine suppress: {aud.n_rows} contributions -> "
+        + " x ".join(f"{d} ({n})" for d, n in zip(t.dims, t.shape))
+        + f" table of {args.value}; rule {aud.rule.describe()}",
+        f"primary suppressions: {n_prim} (sensitive cells"
+        + (f", {i['n_sensitive_totals']} of them totals)" if i["n_sensitive_totals"] else ")"),
+        f"secondary suppressions: {n_sec}"
+        + (f" ({i['n_totals_suppressed'] - i['n_sensitive_totals']} of them totals)"
+           if i["n_totals_suppressed"] > i["n_sensitive_totals"] else ""),
+        f"pattern cost (--cost {args.cost}, --method {args.method}): {cost}"
+        + (f"; status {i['status']}, gap {i['gap']:.3g}" if "status" in i else ""),
+        f"audit: {label}: " + "; ".join(lines)]
+    if args.out:
+        rel.save(args.out)
+        print("\n".join(summary))
+        print(f"release written to {args.out}")
+    else:                          # the release on stdout (as protect), the summary beside
+        sys.stdout.write(rel.to_json(indent=1))
+        print("\n".join(summary), file=sys.stderr)
     return 0
 
 
@@ -635,7 +929,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"riskengine {__version__}")
     sub = p.add_subparsers(dest="command")
     a = sub.add_parser("assess", help="posterior risk of every cell of a release")
-    a.add_argument("release", nargs="?", help="release JSON (default: bundled seed 003 example)")
+    a.add_argument("release", nargs="?", help="release JSON (default: bundled seed 003 example); "
+                   "a magnitude release (cell suppression of magnitudes, CTA) gets the "
+                   "audit instead (as riskengine audit), written to audit.nc / audit.html")
     a.add_argument("--prior", default="uniform",
                    help="uniform | flat:LOW[,HIGH] | poisson:RATE | negbin:MEAN,DISP")
     a.add_argument("--truth", help="original table (CSV or netCDF) for exact-disclosure risk")
@@ -751,6 +1047,67 @@ def build_parser() -> argparse.ArgumentParser:
                    "report is named after the kind of results (assess.html, compare.html, "
                    "simulate.html, analyze.html)")
     r.set_defaults(func=_cmd_report)
+    su = sub.add_parser(
+        "suppress", help="microdata -> magnitude table -> sensitive cells by rules -> "
+        "complementary cell suppression -> release JSON (audited)",
+        description="Build the magnitude table of --value by --dims from MICRODATA (one row "
+        "per contribution), find the sensitive cells by the --rule(s) (primary "
+        "suppressions), choose complementary (secondary) suppressions that protect every "
+        "one of them, audit the pattern by linear programming and write the release. "
+        "Rule syntax (--rule, repeatable): " + _RULE_SYNTAX + ".")
+    su.add_argument("microdata", help="CSV, one row per contribution: the --dims columns "
+                    "and the --value column")
+    su.add_argument("--dims", type=_dims_list, required=True, metavar="COL,COL",
+                    help="the columns that classify a contribution, e.g. region,industry")
+    su.add_argument("--value", required=True, metavar="COL",
+                    help="the column of contributions (nonnegative numbers), e.g. turnover")
+    su.add_argument("--rule", type=_rule_spec, action="append", required=True,
+                    metavar="RULE", help="sensitivity rule, repeatable: p:P | pq:P,Q | nk:N,K "
+                    "(e.g. --rule p:15 --rule nk:3,80)")
+    su.add_argument("--respondent", metavar="COL", help="a respondent id column: one "
+                    "respondent's contributions to a cell are added up first")
+    su.add_argument("--method", default="heuristic", choices=("heuristic", "optimal"),
+                    help="how secondary suppressions are chosen (default heuristic; optimal: "
+                         "Fischetti-Salazar's model, proven optimal or best found in "
+                         "--time-limit)")
+    su.add_argument("--cost", default="value", choices=("value", "count"),
+                    help="minimise the total value (default) or the number of secondary "
+                         "suppressions")
+    su.add_argument("--time-limit", type=float, metavar="SECONDS",
+                    help="--method optimal: stop at this time with the best pattern found")
+    su.add_argument("--suppress-zeros", action="store_true",
+                    help="allow zero cells as secondary suppressions")
+    su.add_argument("--suppress-totals", action="store_true",
+                    help="allow totals to be suppressed (needed when a total is sensitive)")
+    su.add_argument("--out", help="release JSON path (default: the JSON on stdout, the "
+                    "summary on stderr)")
+    su.set_defaults(func=_cmd_suppress)
+    au = sub.add_parser(
+        "audit", help="what an intruder can derive from a suppressed or adjusted (CTA) "
+        "magnitude release; with the microdata, whether every sensitive cell is protected",
+        description="The LP interval of every suppressed cell of a cell-suppression release "
+        "(the smallest and largest value it can take in a nonnegative table that agrees "
+        "with everything published), or the published cells of a CTA release. With "
+        "--microdata and the rule (the agency's confidential inputs; defaults: what "
+        "riskengine suppress recorded in the release), the sensitive cells, their "
+        "protection and whether each one is protected. Printed as a table; written to "
+        "audit.nc and audit.html in --out. Rule syntax: " + _RULE_SYNTAX + ".")
+    au.add_argument("release", help="release JSON (cell suppression or CTA)")
+    au.add_argument("--microdata", metavar="CSV", help="the microdata the release was made "
+                    "from (one row per contribution)")
+    au.add_argument("--value", metavar="COL", help="the column of contributions (default: "
+                    "as recorded by riskengine suppress)")
+    au.add_argument("--dims", type=_dims_list, metavar="COL,COL",
+                    help="the classifying columns (default: the release's dims)")
+    au.add_argument("--rule", type=_rule_spec, action="append", metavar="RULE",
+                    help="sensitivity rule, repeatable: p:P | pq:P,Q | nk:N,K (default: as "
+                         "recorded by riskengine suppress)")
+    au.add_argument("--respondent", metavar="COL", help="respondent id column")
+    au.add_argument("--out", default="riskengine-out",
+                    help="output folder (audit.nc, audit.html)")
+    au.add_argument("--no-report", dest="report", action="store_false",
+                    help="write audit.nc only (an earlier audit.html in the folder is removed)")
+    au.set_defaults(func=_cmd_audit)
     w = sub.add_parser("warmup", help="compile every numerical kernel now (e.g. in a "
                        "container build), so that no later run waits for it",
                        description="Run a tiny instance of every inference route of every "
@@ -768,7 +1125,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 #: arguments that name an input file: checked before the library loads (a fast answer)
-_INPUT_FILES = ("release", "truth", "table", "config", "results")
+_INPUT_FILES = ("release", "truth", "table", "config", "results", "microdata")
 
 
 def _check_inputs(args) -> None:
@@ -790,6 +1147,8 @@ def _cli_hints(msg: str, args) -> str:
         msg = msg.replace("; raise memory= if the machine has more",
                           f"; riskengine {args.command} uses the default memory budget "
                           "(half the available memory)")
+    if args.command == "suppress":
+        msg = msg.replace("suppress_totals=True", "--suppress-totals")
     if hasattr(args, "route"):             # "routes that apply: gibbs, dp" (a named route)
         msg = re.sub(r"(routes that apply: [\w-]+(?:, [\w-]+)*)",
                      r"\1 (--route NAME chooses one)", msg)

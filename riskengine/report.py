@@ -1,18 +1,19 @@
-"""Self-contained HTML reports for the three uses: assess, compare, simulate.
+"""Self-contained HTML reports for the uses: assess, compare, simulate, analyze, audit.
 
 :func:`write_report` takes a result (an :class:`~riskengine.Posterior`, a result
 ``xarray.Dataset`` or the path of its netCDF file) and writes the report, named after its
-kind (``assess.html``, ``compare.html``, ``simulate.html``, ``analyze.html``: one folder
-holds one of each), plus each plot as a PNG into a folder.  Each kind's plots have their
+kind (``assess.html``, ``compare.html``, ``simulate.html``, ``analyze.html``,
+``audit.html``: one folder holds one of each), plus each plot as a PNG into a folder.  Each kind's plots have their
 own names (:data:`FIGURES`), so :func:`remove_report` can take a kind's report away with
 its plots.  The HTML needs nothing else: images are
 embedded as ``data:image/png;base64`` URIs, the style is inline, there is no
 script and no external reference, so the file can be mailed or archived alone.
 
 Which report a dataset gets is read from ``attrs["riskengine_kind"]``
-(``"assess"``, ``"compare"`` or ``"simulate"``); without it the kind is
-recognised from the variables (``pmf`` -> assess, ``risk``/``utility`` over
-``mechanism`` -> compare, ``map_hit`` over ``table`` -> simulate).
+(``"assess"``, ``"compare"``, ``"simulate"``, ``"analyze"`` or ``"audit"``); without it the
+kind is recognised from the variables (``pmf`` -> assess, ``risk``/``utility`` over
+``mechanism`` -> compare, ``map_hit`` over ``table`` -> simulate, ``suppressed`` /
+``lower`` / ``exact`` of :func:`riskengine.audit` -> audit).
 """
 
 from __future__ import annotations
@@ -30,18 +31,19 @@ from ._io import atomic_write_bytes
 from ._version import __version__
 from .simulate import calibration
 
-__all__ = ["FIGURES", "KINDS", "KIND_ATTR", "describe_release", "remove_report",
-           "render_report", "report_name", "write_report"]
+__all__ = ["FIGURES", "KINDS", "KIND_ATTR", "audit_rows", "audit_verdict", "describe_release",
+           "magnitude", "remove_report", "render_report", "report_name", "write_report"]
 
 #: the dataset attribute that says which kind of result a dataset is
 KIND_ATTR = "riskengine_kind"
-KINDS = ("assess", "compare", "simulate", "analyze")
+KINDS = ("assess", "compare", "simulate", "analyze", "audit")
 #: the PNG names (without ``.png``; shell patterns) each kind of report writes: no two
 #: kinds share one, so a folder holds every kind's report and plots side by side
 FIGURES = {"assess": ("heatmap_max_prob", "heatmap_prob_exact", "posterior_bars"),
            "compare": ("ru_map",),
            "simulate": ("calibration", "hit_rates"),
-           "analyze": ("statistic_*",)}
+           "analyze": ("statistic_*",),
+           "audit": ()}
 _MAX_ROWS = 200  # per-cell tables longer than this show the riskiest rows only
 
 _CSS = """
@@ -172,6 +174,8 @@ def _kind(ds: xr.Dataset) -> str:
         return "simulate"
     if "stat0_summary" in ds and "quantity" in ds.dims:
         return "analyze"
+    if "suppressed" in ds and "lower" in ds and "exact" in ds:
+        return "audit"
     raise ValueError(f"cannot tell which riskengine result this is: no attrs[{KIND_ATTR!r}] and "
                      f"variables {sorted(ds.data_vars)} fit none of {', '.join(KINDS)}")
 
@@ -481,6 +485,172 @@ def _analyze(doc: _Doc, ds: xr.Dataset) -> None:
                    "and the true value when known")
 
 
+# --- audit (magnitude releases: cell suppression, CTA) -----------------------------------
+def magnitude(x) -> str:
+    """A magnitude as text: up to 10 significant digits, without float noise
+    (1963.2999999999997 -> ``1963.3``); ``-`` for NaN (not published)."""
+    x = float(x)
+    if np.isnan(x):
+        return "-"
+    if np.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{round(x, 6) + 0.0:.10g}"
+
+
+def _audit_blocks(ds: xr.Dataset) -> list:
+    """``[(suffix, dims)]`` of the cell blocks an audit Dataset holds (interior first)."""
+    return [(name[len("published"):], ds[name].dims) for name in ds.data_vars
+            if name.startswith("published")]
+
+
+def _audit_cell(ds: xr.Dataset, table_dims, bdims, idx) -> str:
+    """``(North, food)``; a total names the dims it sums over ``total``, a subtotal its
+    group: ``(North, total)``, ``(group 1, food)``."""
+    pos = dict(zip(bdims, idx))
+    parts = []
+    for d in table_dims:
+        if d in pos:
+            parts.append(str(ds[d].values[pos[d]]) if d in ds.coords else str(pos[d]))
+        elif f"{d}_group" in pos:
+            parts.append(f"group {pos[f'{d}_group'] + 1}")
+        else:
+            parts.append("total")
+    return "(" + ", ".join(parts) + ")"
+
+
+def _audit_status(v) -> str:
+    if v("under_protected"):
+        return "UNDER-PROTECTED"
+    if v("exact"):
+        return "exactly disclosed"
+    if v("approximate_disclosure"):
+        return "approximately disclosed"
+    if v("sensitive"):
+        return "protected"
+    if v("suppressed"):
+        return "complementary" if v("has_sensitive") else "suppressed"
+    return "-"
+
+
+def audit_rows(ds: xr.Dataset) -> tuple:
+    """``(header, rows)`` of an audit Dataset: one row per suppressed or sensitive cell
+    (totals included), the text of ``riskengine audit`` and of the audit report.
+
+    A suppression audit (:func:`riskengine.audit`) gives each cell's LP interval, and
+    with the sensitive cells and the original table the room below and above the true
+    value against the protection needed; a CTA audit gives the adjusted (published)
+    value, the true value, the adjustment and the protection needed.
+    """
+    table_dims = ds["published"].dims
+    cta = ds.attrs.get("audit_of") == "cta"
+    has_sens = "sensitive" in ds
+    has_value = "value" in ds
+    if cta:
+        cols = [("published", "published (adjusted)")]
+        cols += [("value", "true value"), ("adjustment", "adjustment")] if has_value else []
+    else:
+        cols = [("published", "published"), ("lower", "lower"), ("upper", "upper")]
+        cols += [("value", "true value"), ("room_below", "room below"),
+                 ("room_above", "room above")] if has_value else []
+    if has_sens:
+        symmetric = all(np.array_equal(ds[k].values, ds[k.replace("lower", "upper")].values)
+                        for k in ds.data_vars if k.startswith("protection_lower"))
+        cols += ([("protection_lower", "protection")] if symmetric else
+                 [("protection_lower", "protection below"),
+                  ("protection_upper", "protection above")])
+    header = ["cell"] + [h for _, h in cols] + ["status"]
+    rows = []
+    for suffix, bdims in _audit_blocks(ds):
+        arrs = {k: ds[k + suffix].transpose(*bdims).values for k in
+                ("published", "suppressed", "lower", "upper", "exact", "sensitive",
+                 "approximate_disclosure", "under_protected", "value", "room_below",
+                 "room_above", "adjustment", "protection_lower", "protection_upper")
+                if k + suffix in ds}
+        shape = arrs["published"].shape
+        for idx in np.ndindex(*shape):
+            def v(k, idx=idx, arrs=arrs):
+                if k == "has_sensitive":
+                    return has_sens
+                return bool(arrs[k][idx]) if k in arrs else False
+            if not (v("suppressed") or v("sensitive")):
+                continue
+            rows.append([_audit_cell(ds, table_dims, bdims, idx)]
+                        + [magnitude(arrs[k][idx]) if k in arrs else "-" for k, _ in cols]
+                        + [_audit_status(v)])
+    return header, rows
+
+
+def audit_verdict(ds: xr.Dataset) -> tuple:
+    """``(label, lines)``: ``"PROTECTED"`` when every sensitive cell is protected,
+    ``"NOT PROTECTED"`` when one is not, ``"NOT CHECKED"`` without the sensitive cells
+    (the agency's confidential inputs); the lines say what the audit found."""
+    a = ds.attrs
+    cta = a.get("audit_of") == "cta"
+    n_supp = int(a.get("n_suppressed", 0))
+    n_exact = int(a.get("n_exact", 0))
+    lines = []
+    if cta:
+        lines.append("every cell is published, adjusted: no cell is suppressed, so there is "
+                     "no interval to derive; a sensitive cell is protected when its "
+                     "published value is at least its protection away from its true value")
+    else:
+        lines.append(f"{n_supp} suppressed cell{'s' if n_supp != 1 else ''}; "
+                     f"{n_exact} of them exactly disclosed (LP interval of width 0)")
+    if "sensitive" not in ds:
+        lines.append("which cells are sensitive, and by how much they need protecting, "
+                     "is the agency's confidential input: give the microdata and the rule "
+                     "(riskengine audit --microdata ... --rule ...) to check each one")
+        return "NOT CHECKED", lines
+    n_sens = int(sum(int(ds[k].sum()) for k in ds.data_vars if k.startswith("sensitive")))
+    n_under = int(sum(int(ds[k].sum()) for k in ds.data_vars
+                      if k.startswith("under_protected")))
+    if "n_approximate_disclosure" in a:
+        lines.append(f"{int(a['n_approximate_disclosure'])} sensitive cells approximately "
+                     "disclosed (interval narrower than their protection)")
+    if n_under:
+        lines.append(f"{n_under} of {n_sens} sensitive cells are NOT protected "
+                     "(status UNDER-PROTECTED below)")
+        return "NOT PROTECTED", lines
+    lines.append(f"every sensitive cell ({n_sens}) is protected: "
+                 + ("its published value is at least its protection away from its true "
+                    "value" if cta else "some table consistent with the release puts it at "
+                    "least its protection below and above its true value"))
+    return "PROTECTED", lines
+
+
+def _audit(doc: _Doc, ds: xr.Dataset) -> None:
+    label, lines = audit_verdict(ds)
+    color = {"PROTECTED": "#1a7f37", "NOT PROTECTED": "#b42318"}.get(label, "#555")
+    doc.add(f'<h2>Verdict: <span style="color:{color}">{_e(label)}</span></h2>'
+            "<ul>" + "".join(f"<li>{_e(x)}</li>" for x in lines) + "</ul>")
+    info = [(k, ds.attrs[k]) for k in ("release", "mechanism", "auditor", "method")
+            if k in ds.attrs]
+    doc.add("<h2>Release</h2>" + _dl(info))
+    header, rows = audit_rows(ds)
+    doc.add("<h2>Cells</h2>")
+    if ds.attrs.get("audit_of") == "cta":
+        doc.add('<p class="note">A CTA release publishes every cell with an adjusted value. '
+                "adjustment = published - true value; a sensitive cell needs to have moved "
+                "down by at least its protection below, or up by at least its protection "
+                "above.</p>")
+    else:
+        doc.add('<p class="note">lower / upper: the smallest and largest value the cell can '
+                "take in any nonnegative table that agrees with every published cell and "
+                "total (what an intruder derives by linear programming). room below / above: "
+                "how far the interval reaches below and above the true value; a sensitive "
+                "cell is protected when both are at least its protection. Complementary: "
+                "suppressed to protect a sensitive cell, not sensitive itself.</p>")
+    if not rows:
+        doc.add('<p class="note">No cell is suppressed or known to be sensitive.</p>')
+        return
+    if len(rows) > _MAX_ROWS:
+        order = sorted(range(len(rows)), key=lambda i: rows[i][-1] == "protected")
+        rows = [rows[i] for i in sorted(order[:_MAX_ROWS])]
+        doc.add(f'<p class="note">{_MAX_ROWS} of the cells shown: those not protected '
+                "first.</p>")
+    doc.add(_table(header, rows))
+
+
 # --- entry points ----------------------------------------------------------------------
 def _load(obj, truth, level):
     """(kind, dataset, posterior or None)."""
@@ -508,7 +678,8 @@ def _load(obj, truth, level):
 _TITLES = {"assess": "Disclosure-risk assessment of a release",
            "compare": "Comparison of protection mechanisms: risk and utility",
            "simulate": "Intruder simulation study",
-           "analyze": "The user's analysis: statistics of the original table"}
+           "analyze": "The user's analysis: statistics of the original table",
+           "audit": "Audit of a magnitude release: what an intruder can derive"}
 
 
 def render_report(obj, *, release=None, truth=None, level: float = 0.95,
@@ -543,6 +714,8 @@ def _render(obj, *, release, truth, level, title, threshold, max_expected) -> tu
         _compare(doc, ds)
     elif kind == "analyze":
         _analyze(doc, ds)
+    elif kind == "audit":
+        _audit(doc, ds)
     else:
         _simulate(doc, ds)
     return kind, doc.html(), doc.images
@@ -557,8 +730,9 @@ def write_report(obj, out_dir, *, release=None, truth=None, level: float = 0.95,
     ----------
     obj : rk.Posterior, xarray.Dataset, str or Path
         A posterior (assess report), a result dataset of ``Posterior.to_dataset``,
-        ``rk.compare`` or ``rk.simulate``, or the path of such a dataset's netCDF
-        file.  Datasets are dispatched on ``attrs["riskengine_kind"]``.
+        ``rk.compare``, ``rk.simulate``, ``rk.analyze`` or ``rk.audit`` (the audit report
+        of a suppressed or adjusted magnitude release), or the path of such a dataset's
+        netCDF file.  Datasets are dispatched on ``attrs["riskengine_kind"]``.
     out_dir : str or Path
         Folder to write the report (``KIND.html``, see :func:`report_name`) and the PNGs
         into (created if needed; files of the same names are replaced, and plots of an
@@ -579,8 +753,8 @@ def write_report(obj, out_dir, *, release=None, truth=None, level: float = 0.95,
     Returns
     -------
     Path
-        The report written (``assess.html``, ``compare.html``, ``simulate.html`` or
-        ``analyze.html``).  Every file is written atomically, the HTML last.
+        The report written (``assess.html``, ``compare.html``, ``simulate.html``,
+        ``analyze.html`` or ``audit.html``).  Every file is written atomically, the HTML last.
 
     Examples
     --------

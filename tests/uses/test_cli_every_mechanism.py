@@ -46,8 +46,9 @@ CLI_ARGS = {
     "random_rounding": ("counts.csv", ["--param", "base=3"]),
 }
 
-#: release kinds ``assess`` refuses (one line, exit 2, nothing written): why, in its words
-REFUSED = {"cta": "releases have no inference route"}
+#: release kinds without a posterior: ``assess`` gives the audit instead (``audit.nc``,
+#: ``audit.html``, exit 0), saying why in these words
+AUDITED = {"cta": "magnitude releases have no integer posterior"}
 
 THRESHOLD = 0.5
 
@@ -71,7 +72,7 @@ def test_every_registered_mechanism_has_cli_arguments():
     missing = sorted(set(REGISTRY) - set(CLI_ARGS))
     assert not missing, f"add the CLI arguments of {missing} to CLI_ARGS"
     assert not set(CLI_ARGS) - set(REGISTRY), "CLI_ARGS names a mechanism not registered"
-    assert set(REFUSED) == {n for n, c in REGISTRY.items() if not c.routes}
+    assert set(AUDITED) == {n for n, c in REGISTRY.items() if not c.routes}
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
@@ -87,13 +88,15 @@ def test_protect_assess_report(name, files, capsys):
     assert release.shape == (3, 3) and isinstance(release.mechanism, REGISTRY[name])
     capsys.readouterr()
     code = main(["assess", str(rel), "--out", str(out), "--threshold", str(THRESHOLD)])
-    if name in REFUSED:
-        assert code == 2
-        line = one_line_error(capsys)
-        assert REFUSED[name] in line and type(release.mechanism).__name__ in line
-        assert not out.exists()
-        return
     assert code == 0
+    if name in AUDITED:
+        stdout = capsys.readouterr().out
+        assert AUDITED[name] in stdout and type(release.mechanism).__name__ in stdout
+        assert "the audit is the answer" in stdout and "AUDIT: NOT CHECKED" in stdout
+        assert (out / "audit.nc").is_file() and not (out / "posterior.nc").exists()
+        html = (out / "audit.html").read_text(encoding="utf-8")
+        assert "Verdict: " in html and type(release.mechanism).__name__ in html
+        return
     stdout = capsys.readouterr().out
     with xr.open_dataset(out / "posterior.nc") as ds:
         ds.load()

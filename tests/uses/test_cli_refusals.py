@@ -66,17 +66,23 @@ def test_too_large_refusals_name_the_commands_way_forward(regions, tmp_path, cap
     assert not (tmp_path / "c").exists()
 
 
-def test_cta_release_is_refused_by_assess_and_count(tmp_path, capsys):
+def test_cta_release_assess_gives_the_audit_count_refuses(tmp_path, capsys):
+    """No posterior exists for a CTA release: ``assess`` answers with the audit (exit 0),
+    ``count`` refuses in one line that points to ``riskengine audit``."""
     t = rk.Table(np.array([[20.0, 5, 30], [40, 8, 10], [6, 25, 12]]), dims=("r", "a"))
     sens = np.zeros((3, 3), bool)
     sens[0, 1] = sens[1, 1] = True
     rel = tmp_path / "cta.json"
     rk.cta(t, sens, protection=np.where(sens, 3.0, 0.0),
            capacity=np.full((3, 3), 10.0)).release.save(rel)
-    for cmd in (["assess", str(rel), "--out", str(tmp_path / "o")], ["count", str(rel)]):
-        assert main(cmd) == 2
-        line = one_line_error(capsys)
-        assert "releases have no inference route" in line and "CTA" in line
+    assert main(["assess", str(rel), "--out", str(tmp_path / "o")]) == 0
+    cap = capsys.readouterr()
+    assert "a CTA release (ControlledTabularAdjustment(" in cap.out and cap.err == ""
+    assert (tmp_path / "o" / "audit.html").is_file()
+    assert main(["count", str(rel)]) == 2
+    line = one_line_error(capsys)
+    assert "a CTA release" in line and "magnitude releases have no integer posterior" in line
+    assert f"riskengine audit {rel} derives what an intruder can" in line
 
 
 def test_bad_files_and_options(tmp_path, capsys):

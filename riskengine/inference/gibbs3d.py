@@ -20,7 +20,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from kernels import gibbs as moves
 
 from . import _chains
-from .enumerate_3d import _complete, order
+from .enumerate_3d import _kernel_arrays, order
 from .windows import EntryWindows
 
 __all__ = ["applies", "chains"]
@@ -53,26 +53,17 @@ def _support(lo, lw):
 
 
 def _packed(ew: EntryWindows):
-    """Plain arrays for the kernel: cell windows, the seven totals in kernel order packed
-    into one table of windows, and for every cell the rows of its seven totals."""
-    I, J, K = ew.shape
-    clo, clw = ew.interior
-    mlos, mlws = _complete(ew)
-    Wm = max(w.shape[-1] for w in mlws)
-    mlo = np.concatenate([np.ravel(x) for x in mlos]).astype(np.int64)
-    mw = np.concatenate([np.concatenate(
-        [w.reshape(-1, w.shape[-1]),
-         np.full((int(np.prod(w.shape[:-1], dtype=np.int64)), Wm - w.shape[-1]), -np.inf)],
-        axis=1) for w in mlws])
+    """Plain arrays for the kernel: the enumerator's cell and total windows (each row's
+    log-weights shifted to a largest of 0, which changes no conditional law) and for every
+    cell the rows of its seven totals."""
+    (I, J, K, clo, cw, mlo, mw), _, _, _ = _kernel_arrays(ew)
     i, j, k = (a.ravel() for a in np.indices((I, J, K)))
     sizes = [I * J, I * K, J * K, I, J, K, 1]
     off = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     tix = np.stack([off[0] + i * J + j, off[1] + i * K + k, off[2] + j * K + k,
                     off[3] + i, off[4] + j, off[5] + k, np.full(i.size, off[6])],
                    axis=1).astype(np.int64)
-    return (np.ascontiguousarray(clo.ravel(), dtype=np.int64),
-            np.ascontiguousarray(clw.reshape(I * J * K, -1), dtype=float),
-            mlo, np.ascontiguousarray(mw), tix)
+    return clo, cw, mlo, mw, tix
 
 
 def _totals(x, tix, n):

@@ -9,7 +9,7 @@ import pytest
 
 import riskengine as rk
 
-__all__ = ["check_against_reference", "excess"]
+__all__ = ["check_against_reference", "excess", "indicator_mcse", "monte_carlo_agrees", "pmf_on"]
 
 
 def excess(start, probs, pmfs: dict, rtol: float = 1e-9, atol: float = 1e-12) -> float:
@@ -46,3 +46,42 @@ def check_against_reference(rel, prior, res, note="", count=True):
         assert post.n_candidates == res["count"], (note, post.n_candidates, res["count"])
         assert rk.count_candidates(rel, prior) == res["count"], note
     return post
+
+
+# --- Monte Carlo posteriors against exact ones ----------------------------------------------
+def pmf_on(post, lo: int, hi: int) -> np.ndarray:
+    """Probabilities of the values lo..hi of every cell, shape ``post.shape + (V,)``."""
+    return np.stack([post.prob(np.full(post.shape, v)).values for v in range(lo, hi + 1)], -1)
+
+
+def indicator_mcse(post, lo: int, hi: int) -> np.ndarray:
+    """arviz's MCSE of a Monte Carlo posterior's estimate of Pr(cell = v), every cell and
+    v in lo..hi (0 where the indicator never varies), from its chains."""
+    import warnings
+
+    import xarray as xr
+
+    from riskengine import _arviz
+    ch = post.chains.reshape(post.chains.shape[:2] + (-1,))
+    ind = (ch[..., None] == np.arange(lo, hi + 1)).astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = _arviz.arviz().mcse(xr.Dataset({"p": (("chain", "draw", "cell", "v"), ind)}))
+    const = ind.min(axis=(0, 1)) == ind.max(axis=(0, 1))
+    return np.where(const, 0.0, m["p"].values).reshape(post.shape + (-1,))
+
+
+def monte_carlo_agrees(mc, exact, mean_z: float = 5.0, share: float = 0.99,
+                       pmf_tol: float = 0.05) -> None:
+    """Assert the issue-17 agreement of a Monte Carlo posterior with the exact one: every
+    cell's mean within ``mean_z`` of its MCSE, at least ``share`` of the (cell, value)
+    probabilities within 4 of their own MCSE (+ 1e-3), every probability within
+    ``pmf_tol``."""
+    diff = np.abs(mc.mean().values - exact.mean().values)
+    tol = mean_z * mc.diagnostics["mcse_mean"].values + 1e-9
+    assert (diff <= tol).all(), (diff, tol)
+    lo = int(min(exact.start.min(), mc.start.min()))
+    hi = int(max((exact.start + exact.width).max(), (mc.start + mc.width).max()))
+    err = np.abs(pmf_on(mc, lo, hi) - pmf_on(exact, lo, hi))
+    assert err.max() <= pmf_tol, err.max()
+    assert (err <= 4 * indicator_mcse(mc, lo, hi) + 1e-3).mean() >= share

@@ -26,11 +26,11 @@ from scipy import stats
 
 from . import _validate as V
 from ._seeding import derived_rng, root_entropy
+from .inference._chains import close_client, dask_client
 from .posterior import _prior, posterior
 
 __all__ = ["calibration", "simulate"]
 
-DASK_HINT = 'pip install "riskengine[dask]"'
 
 
 @dataclass(frozen=True)
@@ -78,21 +78,6 @@ def _as_float(n) -> float:
 
 def _run_chunk(job: _Job, start: int, stop: int) -> list:
     return [_run_one(job, i) for i in range(start, stop)]
-
-
-def _client(scheduler):
-    """(client, owned) for a dask scheduler spec; lazy import with a clear error."""
-    try:
-        import distributed
-    except ImportError:
-        raise ImportError(f"scheduler={scheduler!r} needs dask.distributed: {DASK_HINT}") from None
-    if isinstance(scheduler, distributed.Client):
-        return scheduler, False
-    if scheduler == "dask":
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None)
-        return distributed.Client(cluster), True
-    return distributed.Client(scheduler), True
 
 
 def _check_scheduler(scheduler):
@@ -179,7 +164,7 @@ def simulate(generator, mechanism, intruder=None, n_tables: int = 100,
 
 
 def _run_dask(job, n_tables, chunk, scheduler, progress) -> list:
-    client, owned = _client(scheduler)
+    client, owned = dask_client(scheduler)
     import distributed
     try:
         [job_f] = client.scatter([job], broadcast=True)
@@ -194,11 +179,7 @@ def _run_dask(job, n_tables, chunk, scheduler, progress) -> list:
             if progress is not None:
                 progress(done, n_tables)
     finally:
-        if owned:
-            cluster = getattr(client, "cluster", None)
-            client.close()
-            if cluster is not None:
-                cluster.close()
+        close_client(client, owned)
     return [r for a in starts for r in out[a]]
 
 

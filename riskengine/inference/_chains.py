@@ -16,7 +16,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["Stopped", "run"]
+__all__ = ["Stopped", "close_client", "dask_client", "run"]
 
 DASK_HINT = 'pip install "riskengine[dask]"'
 
@@ -29,22 +29,35 @@ def _idle(k: int):
     return None
 
 
-def _run_dask(n, one, total, progress, scheduler) -> list:
+def dask_client(scheduler, n_workers: int = 2):
+    """``(client, owned)`` for a dask scheduler spec: a ``distributed.Client`` as given,
+    ``"dask"`` a local cluster of ``n_workers`` processes, an address a client of that
+    cluster (``owned``: close it with :func:`close_client`)."""
     try:
         import distributed
     except ImportError:
         raise ImportError(f"scheduler={scheduler!r} needs dask.distributed: {DASK_HINT}") \
             from None
-    owned = not isinstance(scheduler, distributed.Client)
-    if not owned:
-        client = scheduler
-    elif scheduler == "dask":
-        cluster = distributed.LocalCluster(n_workers=min(n, os.cpu_count() or 1),
-                                           threads_per_worker=1, processes=True,
-                                           dashboard_address=None)
-        client = distributed.Client(cluster)
-    else:
-        client = distributed.Client(scheduler)
+    if isinstance(scheduler, distributed.Client):
+        return scheduler, False
+    if scheduler == "dask":
+        cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
+                                           processes=True, dashboard_address=None)
+        return distributed.Client(cluster), True
+    return distributed.Client(scheduler), True
+
+
+def close_client(client, owned: bool) -> None:
+    if owned:
+        cluster = getattr(client, "cluster", None)
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _run_dask(n, one, total, progress, scheduler) -> list:
+    import distributed
+    client, owned = dask_client(scheduler, min(n, os.cpu_count() or 1))
     try:
         futures = [client.submit(one, ch, _idle, pure=False) for ch in range(n)]
         out = {}
@@ -54,11 +67,7 @@ def _run_dask(n, one, total, progress, scheduler) -> list:
                 progress(total * len(out) // n, total)
         return [out[ch] for ch in range(n)]
     finally:
-        if owned:
-            cluster = getattr(client, "cluster", None)
-            client.close()
-            if cluster is not None:
-                cluster.close()
+        close_client(client, owned)
 
 
 def run(n: int, one, total: int, progress=None, workers: int | None = None,

@@ -56,23 +56,70 @@ def _cell(rr, i, cj, cap, k, weights):
 
 
 @njit
-def _walk(R, C, u, T, draw, weights, rr):
+def _suffix(rr, cj, suf):
+    """``suf[i, s]``: log of the number of ways rows i.. of a column hold ``s`` with each
+    row i at most ``rr[i]`` (bounded compositions; -inf: none), for s = 0..cj."""
+    r = rr.shape[0]
+    for s in range(cj + 1):
+        suf[r, s] = 0.0 if s == 0 else -np.inf
+    for i in range(r - 1, -1, -1):
+        for s in range(cj + 1):
+            top = -np.inf
+            for x in range(min(rr[i], s) + 1):
+                top = max(top, suf[i + 1, s - x])
+            if top == -np.inf:
+                suf[i, s] = -np.inf
+                continue
+            acc = 0.0
+            for x in range(min(rr[i], s) + 1):
+                acc += math.exp(suf[i + 1, s - x] - top)
+            suf[i, s] = top + math.log(acc)
+
+
+@njit
+def _cell_uniform(rr, i, cj, cap, suf, weights):
+    """As :func:`_cell` for the column-uniform proposal: x weighted by the number of ways
+    the rows below hold the rest of the column (every bounded composition of the column
+    equally likely)."""
+    lo = max(0, cj - cap)
+    hi = min(rr[i], cj)
+    top = -np.inf
+    for x in range(lo, hi + 1):
+        w = suf[i + 1, cj - x]
+        weights[x - lo] = w
+        top = max(top, w)
+    s = 0.0
+    for x in range(lo, hi + 1):
+        s += math.exp(weights[x - lo] - top)
+    return lo, hi, top + math.log(s)
+
+
+@njit
+def _walk(R, C, u, T, draw, weights, rr, uniform=False):
     """``log q`` of one table: drawn with the uniforms ``u`` (r - 1, m - 1) when ``draw``,
-    else the table ``T`` followed (-inf where it leaves the proposal's ranges)."""
+    else the table ``T`` followed (-inf where it leaves the proposal's ranges).
+    ``uniform``: each column uniform among the compositions the remaining row sums allow
+    (else each cell weighted by the ways its row's rest spreads over the later columns)."""
     r = R.shape[0]
     m = C.shape[0]
     for i in range(r):
         rr[i] = R[i]
     logq = 0.0
+    suf = np.empty((r + 1, (C.max() + 1) if uniform else 1))
     for j in range(m - 1):
         k = m - 1 - j
         cj = C[j]
         cap = 0
         for i in range(r):
             cap += rr[i]
+        if uniform:
+            _suffix(rr, cj, suf)
         for i in range(r - 1):
             cap -= rr[i]
-            lo, hi, lz = _cell(rr, i, cj, cap, k, weights)
+            if uniform:
+                lo, hi, lz = _cell_uniform(rr, i, cj, cap, suf, weights)
+            else:
+                lo, hi, lz = _cell(rr, i, cj, cap, k, weights)
             if draw:                               # inverse cdf
                 x = hi
                 acc = 0.0
@@ -93,7 +140,7 @@ def _walk(R, C, u, T, draw, weights, rr):
 
 
 @njit
-def sample(R, C, u):
+def sample(R, C, u, uniform=False):
     """``log(1 / q)`` of each of ``u.shape[0]`` tables drawn with the uniforms ``u``
     (n, r - 1, m - 1) in [0, 1)."""
     n = u.shape[0]
@@ -102,12 +149,12 @@ def sample(R, C, u):
     rr = np.empty(R.shape[0], np.int64)
     none = np.zeros((0, 0), np.int64)
     for s in range(n):
-        out[s] = -_walk(R, C, u[s], none, True, weights, rr)
+        out[s] = -_walk(R, C, u[s], none, True, weights, rr, uniform)
     return out
 
 
 @njit
-def log_proposal(R, C, T):
+def log_proposal(R, C, T, uniform=False):
     """``log q(T)`` of the table ``T`` (-inf when T does not have the margins)."""
     r = R.shape[0]
     m = C.shape[0]
@@ -121,4 +168,4 @@ def log_proposal(R, C, T):
             return -np.inf
     weights = np.empty(R.max() + 1)
     rr = np.empty(r, np.int64)
-    return _walk(R, C, np.zeros((0, 0)), T, False, weights, rr)
+    return _walk(R, C, np.zeros((0, 0)), T, False, weights, rr, uniform)

@@ -56,28 +56,39 @@ def _random_margins(rng):
             return T.sum(1), T.sum(0)
 
 
+@pytest.mark.parametrize("uniform", [False, True], ids=["cells", "columns"])
 @pytest.mark.parametrize("seed", range(40))
-def test_the_proposal_is_a_distribution_on_exactly_the_candidates(seed):
+def test_the_proposal_is_a_distribution_on_exactly_the_candidates(seed, uniform):
     rng = np.random.default_rng(seed)
     R, C = _random_margins(rng)
     tabs = list(_tables(R, C))
-    logq = np.array([ksis.log_proposal(R, C, T) for T in tabs])
+    logq = np.array([ksis.log_proposal(R, C, T, uniform) for T in tabs])
     assert np.isfinite(logq).all()
     assert math.fsum(np.exp(logq)) == pytest.approx(1.0, abs=1e-12)
     bad = tabs[0].copy()
     bad[0, 0] += 1
-    assert ksis.log_proposal(R, C, bad) == -np.inf
+    assert ksis.log_proposal(R, C, bad, uniform) == -np.inf
+    if uniform:          # every column's compositions equally likely: q of a table is the
+        for T in tabs[:20]:   # product over the first m - 1 columns of 1 / their count
+            rr, want = np.array(R), 0.0
+            for j in range(len(C) - 1):
+                n_col = sum(1 for x in itertools.product(*[range(v + 1) for v in rr])
+                            if sum(x) == C[j])
+                want -= math.log(n_col)
+                rr = rr - T[:, j]
+            assert ksis.log_proposal(R, C, T, True) == pytest.approx(want, abs=1e-9)
     assert len(tabs) == rk.count_candidates(_release(R, C))
 
 
+@pytest.mark.parametrize("proposal", ["cells", "columns"])
 @pytest.mark.parametrize("seed", range(10))
-def test_estimates_agree_with_exact_counts(seed):
+def test_estimates_agree_with_exact_counts(seed, proposal):
     rng = np.random.default_rng(100 + seed)
     shape = (int(rng.integers(3, 5)), int(rng.integers(3, 6)))   # exact counts: fast
     T = rng.poisson(rng.uniform(2, 15), size=shape)
     rel = rk.MarginsOnly().protect(rk.Table(T))
     exact = rk.count_candidates(rel)
-    est = rk.estimate_count(rel, n=20000, rng=np.random.default_rng(seed))
+    est = rk.estimate_count(rel, n=20000, rng=np.random.default_rng(seed), proposal=proposal)
     assert est.reliable
     assert abs(est.estimate - exact) <= 5 * est.se, (est, exact)
     lo, hi = est.interval(5)
@@ -90,8 +101,10 @@ def test_estimates_agree_with_exact_counts(seed):
     # De Loera & Sturmfels' 4 x 4 (n = 592), the count quoted in issue 15
     ([220, 215, 93, 64], [108, 286, 71, 127], 1_225_914_276_768_514),
 ])
-def test_published_counts(R, C, want):
-    est = rk.estimate_count(_release(R, C), n=50000, rng=np.random.default_rng(1))
+@pytest.mark.parametrize("proposal", ["cells", "columns"])
+def test_published_counts(R, C, want, proposal):
+    est = rk.estimate_count(_release(R, C), n=50000, rng=np.random.default_rng(1),
+                            proposal=proposal)
     assert est.reliable and est.rel_se < 0.05
     assert abs(est.estimate - want) <= 5 * est.se
     assert rk.count_candidates(_release(R, C)) == want
@@ -108,6 +121,12 @@ def test_permutation_margins_are_the_known_failure_and_say_so():
     small = rk.estimate_count(_release([1] * 8, [1] * 8), n=20000,
                               rng=np.random.default_rng(0))
     assert abs(small.estimate - math.factorial(8)) <= 5 * small.se
+    # the column-uniform proposal is uniform over the tables here: every weight is 20!
+    cols = rk.estimate_count(rel, n=200, rng=np.random.default_rng(0), proposal="columns")
+    assert cols.rel_se == pytest.approx(0.0, abs=1e-12) and cols.ess == pytest.approx(200)
+    assert cols.estimate == pytest.approx(math.factorial(20), rel=1e-12)
+    with pytest.raises(ValueError, match="proposal"):
+        rk.estimate_count(rel, proposal="poisson")
 
 
 def test_same_release_same_estimate_and_huge_counts_stay_in_logs():

@@ -38,15 +38,17 @@ def _log_comb(n, k):
 
 
 @njit
-def _cell(rr, i, cj, cap, k, weights):
+def _cell(rr, i, cj, cap, k, weights, suf, uniform):
     """The range ``lo..hi`` of cell (i, j) and the log normaliser of its proposal, the
     log weights written to ``weights[0 : hi - lo + 1]`` (``cap``: the row sums left
-    below row i)."""
+    below row i).  Each value x weighs the ways row i's rest spreads over the ``k`` later
+    columns, or (``uniform``) the ways the rows below hold the column's rest (``suf``,
+    :func:`_suffix`: every bounded composition of the column equally likely)."""
     lo = max(0, cj - cap)
     hi = min(rr[i], cj)
     top = -np.inf
     for x in range(lo, hi + 1):
-        w = _log_comb(rr[i] - x, k)
+        w = suf[i + 1, cj - x] if uniform else _log_comb(rr[i] - x, k)
         weights[x - lo] = w
         top = max(top, w)
     s = 0.0
@@ -77,24 +79,6 @@ def _suffix(rr, cj, suf):
 
 
 @njit
-def _cell_uniform(rr, i, cj, cap, suf, weights):
-    """As :func:`_cell` for the column-uniform proposal: x weighted by the number of ways
-    the rows below hold the rest of the column (every bounded composition of the column
-    equally likely)."""
-    lo = max(0, cj - cap)
-    hi = min(rr[i], cj)
-    top = -np.inf
-    for x in range(lo, hi + 1):
-        w = suf[i + 1, cj - x]
-        weights[x - lo] = w
-        top = max(top, w)
-    s = 0.0
-    for x in range(lo, hi + 1):
-        s += math.exp(weights[x - lo] - top)
-    return lo, hi, top + math.log(s)
-
-
-@njit
 def _walk(R, C, u, T, draw, weights, rr, uniform=False):
     """``log q`` of one table: drawn with the uniforms ``u`` (r - 1, m - 1) when ``draw``,
     else the table ``T`` followed (-inf where it leaves the proposal's ranges).
@@ -116,10 +100,7 @@ def _walk(R, C, u, T, draw, weights, rr, uniform=False):
             _suffix(rr, cj, suf)
         for i in range(r - 1):
             cap -= rr[i]
-            if uniform:
-                lo, hi, lz = _cell_uniform(rr, i, cj, cap, suf, weights)
-            else:
-                lo, hi, lz = _cell(rr, i, cj, cap, k, weights)
+            lo, hi, lz = _cell(rr, i, cj, cap, k, weights, suf, uniform)
             if draw:                               # inverse cdf
                 x = hi
                 acc = 0.0

@@ -104,19 +104,6 @@ def _orientation(win: dp.Windows, x: np.ndarray, rows) -> bool:
     return bool(trans < plain)
 
 
-def _weight(win: dp.Windows, x: np.ndarray) -> float:
-    """Log-weight of table ``x`` under the windows (-inf outside)."""
-    def at(lo, lw, v):
-        j = np.asarray(v) - lo
-        W = lw.shape[-1]
-        if np.any(j < 0) or np.any(j >= W):
-            return -np.inf
-        return float(np.take_along_axis(lw, j[..., None], axis=-1).sum())
-    return (at(win.cell_lo, win.cell_lw, x) + at(win.row_lo, win.row_lw, x.sum(1))
-            + at(win.col_lo, win.col_lw, x.sum(0))
-            + at(np.array(win.grand_lo), win.grand_lw, x.sum()))
-
-
 class BlockGibbs(Route):
     """Blocked Gibbs sampler over 2-D tables with totals (rows redrawn in pairs by the
     table DP) and 3-D tables with every 2-way margin (:mod:`.gibbs3d`).
@@ -202,16 +189,16 @@ class BlockGibbs(Route):
             flat = x.reshape(-1)                   # a view: the kernel moves x
             moves.seed(int(crng.integers(2**31 - 1)))
             for it in range(n_it):
-                if it % BLOCK_EVERY == 0:
+                if it % BLOCK_EVERY == 0:           # the kernel keeps tsum; the DP does not
                     self._block_sweep(win, x, crng, transpose, memory, ch)
+                    tsum = gibbs3d.totals(flat, tix, mlo.size)
                 if it % 50 == 0:
                     tick(min(50, n_it - it))       # progress; stops here on Ctrl-C
-                tsum = np.bincount(tix.ravel(), weights=np.repeat(flat, 3),
-                                   minlength=mlo.size).astype(np.int64)
                 keep = it >= self.warmup
                 buf = out[it - self.warmup].reshape(1, -1) if keep else idle
                 moves.sweeps_2d(flat, dims, clo, cw, mlo, mw, tix, tsum, 1, keep, buf, sites)
-            if not np.isfinite(_weight(win, x)):
+            if not np.isfinite(gibbs3d.log_weight(flat, clo, cw, mlo, mw, tsum)) or \
+                    not np.array_equal(tsum, gibbs3d.totals(flat, tix, mlo.size)):
                 raise RuntimeError(f"internal error: Gibbs chain {ch} left the support")
             return out
 

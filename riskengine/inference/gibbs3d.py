@@ -23,7 +23,7 @@ from . import _chains
 from .enumerate_3d import _kernel_arrays, order
 from .windows import EntryWindows
 
-__all__ = ["applies", "chains"]
+__all__ = ["applies", "chains", "log_weight", "totals"]
 
 #: sweeps per kernel call (progress and Ctrl-C are looked at between calls)
 CHUNK = 25
@@ -66,11 +66,14 @@ def _packed(ew: EntryWindows):
     return clo, cw, mlo, mw, tix
 
 
-def _totals(x, tix, n):
-    return np.bincount(tix.ravel(), weights=np.repeat(x, 7), minlength=n).astype(np.int64)
+def totals(x, tix, n):
+    """Every total's value for the flat table ``x`` (``tix``: each cell's totals)."""
+    return np.bincount(tix.ravel(), weights=np.repeat(x, tix.shape[1]),
+                       minlength=n).astype(np.int64)
 
 
-def _weight(x, clo, cw, mlo, mw, tsum) -> float:
+def log_weight(x, clo, cw, mlo, mw, tsum) -> float:
+    """Log-weight of the flat table ``x`` with totals ``tsum`` (-inf outside the windows)."""
     def at(lo, w, v):
         o = v - lo
         if np.any(o < 0) or np.any(o >= w.shape[1]):
@@ -97,7 +100,7 @@ def start(ew: EntryWindows, rng: np.random.Generator, tries: int = 20) -> np.nda
         if res.x is None:
             break
         x = np.rint(res.x).astype(np.int64)
-        if np.isfinite(_weight(x, clo, cw, mlo, mw, _totals(x, tix, mlo.size))):
+        if np.isfinite(log_weight(x, clo, cw, mlo, mw, totals(x, tix, mlo.size))):
             return x.reshape(ew.shape)
     raise ValueError("the 3-D Gibbs route found no starting table in the windows' support "
                      "(integer program infeasible or only tables the windows exclude); no "
@@ -120,7 +123,7 @@ def chains(ew: EntryWindows, n_chains: int, warmup: int, draws: int,
     def one(ch, tick):
         out = np.zeros((draws, clo.size), np.int64)
         x = starts[ch]
-        tsum = _totals(x, tix, mlo.size)
+        tsum = totals(x, tix, mlo.size)
         moves.seed(int(seeds[ch]))
         it = 0
         while it < warmup + draws:
@@ -134,8 +137,8 @@ def chains(ew: EntryWindows, n_chains: int, warmup: int, draws: int,
                 raise RuntimeError(f"internal error: 3-D Gibbs chain {ch} left the support")
             it += n
             tick(n)
-        if not np.isfinite(_weight(x, clo, cw, mlo, mw, tsum)) or \
-                not np.array_equal(tsum, _totals(x, tix, mlo.size)):
+        if not np.isfinite(log_weight(x, clo, cw, mlo, mw, tsum)) or \
+                not np.array_equal(tsum, totals(x, tix, mlo.size)):
             raise RuntimeError(f"internal error: 3-D Gibbs chain {ch} left the support")
         return out
 

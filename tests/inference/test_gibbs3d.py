@@ -49,6 +49,10 @@ CASES = [  # name, protect, shape, cell mean
      (2, 2, 2), 3.0),
     ("cell key 2x2x2", lambda t, rng: rk.CellKey(D=1, V=0.5).protect(
         t, rng, keys=rng.random(t.shape)), (2, 2, 2), 3.0),
+    # realistic counts: cells in the hundreds (one free cell with margins, narrow windows)
+    ("margins 2x2x2 mean 300", lambda t, rng: rk.MarginsOnly().protect(t), (2, 2, 2), 300.0),
+    ("rounding B=5 2x2x2 mean 200", lambda t, rng: rk.ControlledRounding(5, method="optimal")
+     .protect(t, rng), (2, 2, 2), 200.0),
 ]
 
 

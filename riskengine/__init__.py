@@ -69,6 +69,7 @@ if not _LAZY:
     from .mechanisms._base import MonteCarlo
     from .posterior import Posterior, count_candidates, posterior
     from .release import Release
+    from .release_set import ReleaseSet
     from .table import Table
 
     # every mechanism class and functional form (rk.suppress, rk.cta, rk.frechet_bounds, ...):
@@ -86,7 +87,7 @@ if not _LAZY:
 
     __all__ = [  # noqa: RUF022  (grouped by topic, not sorted)
         # tables, releases, inference
-        "Table", "Release", "Posterior", "posterior", "count_candidates", "estimate_count",
+        "Table", "Release", "ReleaseSet", "Posterior", "posterior", "count_candidates", "estimate_count",
         "CountEstimate", "MonteCarlo", "priors", "tabular",
         "read_table", "read_csv_long", "read_csv_wide", "read_netcdf", "__version__",
         # mechanisms (and below, every name a mechanism module exports)

@@ -18,6 +18,7 @@ from . import _validate as V
 from .mechanisms._base import MonteCarlo, run_count, run_posterior
 from .priors import Prior, Uniform
 from .release import Release
+from .release_set import ReleaseSet
 from .table import aligned
 
 __all__ = ["Posterior", "count_candidates", "posterior"]
@@ -60,6 +61,9 @@ class Posterior:
         self.diagnostics = None
         #: Monte Carlo routes: the kept draws ``(chain, draw, *shape)``; None for exact ones
         self.chains = None
+        #: a release set's posterior: per release, the posterior of its own cells (and
+        #: totals) given the whole set; empty for a single release
+        self.releases: tuple = ()
 
     # --- helpers --------------------------------------------------------------------
     @property
@@ -287,9 +291,13 @@ def _prior(prior) -> Prior:
     return prior
 
 
-def _release(release) -> Release:
-    if not isinstance(release, Release):
-        raise TypeError(f"release must be an rk.Release, got {type(release).__name__}")
+def _release(release) -> Release | ReleaseSet:
+    if isinstance(release, (list, tuple)) and release and all(
+            isinstance(r, Release) for r in release):
+        return ReleaseSet(release)
+    if not isinstance(release, (Release, ReleaseSet)):
+        raise TypeError(f"release must be an rk.Release or rk.ReleaseSet (several releases "
+                        f"of the same microdata), got {type(release).__name__}")
     return release
 
 

@@ -24,7 +24,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-CORE = {"_validate", "table", "tabular", "priors", "release", "posterior", "cycles",
+CORE = {"_validate", "table", "tabular", "priors", "release", "release_set", "posterior", "cycles",
         "generators", "_io", "_seeding", "_budget", "_version", "data", "mechanisms._base",
         "statistics", "_arviz"}
 USES = {"cli", "_config", "compare", "simulate", "measures", "analyze", "report", "plots",

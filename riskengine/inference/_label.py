@@ -89,3 +89,16 @@ def total(release, keep, start, probs) -> Posterior:
     return Posterior(start=np.asarray(start), probs=np.asarray(probs), dims=keep, coords=coords,
                      published=release.margins.get(keep),
                      attrs={"description": f"posterior of the total {keep}"})
+
+
+def part(release, blocks: dict, description: str) -> Posterior:
+    """The posterior of one release's original values within a larger analysis (a
+    release set): ``blocks`` ``{dims kept: (start, probs)}`` with the interior under the
+    release's dims and its totals under theirs."""
+    lo, p = blocks[tuple(release.dims)]
+    post = Posterior(start=lo, probs=p, dims=release.dims, coords=release.coords,
+                     published=release.published, attrs={"description": description})
+    for keep, (lo, p) in blocks.items():
+        if tuple(keep) != tuple(release.dims):
+            post.totals[tuple(keep)] = total(release, keep, lo, p)
+    return post

@@ -159,6 +159,18 @@ class Mechanism:
     published_signed = False
     #: inference routes, fastest exact first
     routes: tuple = ()
+    #: routes for a set of releases of the same microdata (rk.ReleaseSet); mechanisms whose
+    #: likelihood is a product over published entries list them, with ``windows``
+    set_routes: tuple = ()
+    #: ``windows(release) -> EntryWindows``: each published entry's window of originals and
+    #: log-likelihoods (mechanisms whose likelihood is a product over entries)
+    windows = None
+    #: the noise is keyed to the records: the same records get the same perturbation in
+    #: every table (the cell key method); otherwise each publication draws its own
+    keyed = False
+    #: ``windows`` cut an unbounded likelihood (noise): routes check the posterior's mass at
+    #: the cut edges
+    windows_truncated = False
     #: what to use instead when the mechanism has no routes (e.g. "use rk.audit")
     no_route = "no inference route is implemented for it"
     #: other names the command line and configs accept

@@ -54,6 +54,7 @@ from ..inference import windows as win
 from ..inference.enumerate_3d import Enumerate3D
 from ..inference.gibbs import BlockGibbs
 from ..inference.line import Line
+from ..inference.linked import LinkedDP
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import Table, aligned, count_table
@@ -670,6 +671,9 @@ class CellKey(Mechanism):
     name = "cell_key"
     additive = False              # every total has its own key: the table does not add up
     aliases = ("cellkey", "ckm")
+    keyed = True                  # the same records give the same key in every table
+    windows = staticmethod(entry_windows)
+    set_routes = (LinkedDP(),)
     routes = (TableDP(entry_windows), Enumerate3D(entry_windows), Line(entry_windows),
               BlockGibbs(entry_windows))
 

@@ -42,6 +42,7 @@ from .. import _validate as V
 from ..inference import windows as win
 from ..inference.enumerate_3d import Enumerate3D
 from ..inference.line import Line
+from ..inference.linked import LinkedDP
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import count_table
@@ -287,6 +288,9 @@ class NoisyCounts(Mechanism):
     additive = False
     published_signed = True     # raw noisy measurements can be negative
     aliases = ("noise",)
+    windows = staticmethod(entry_windows)
+    windows_truncated = True
+    set_routes = (LinkedDP(),)
     routes = (_NoiseDP(entry_windows), _Noise3D(entry_windows), _NoiseLine(entry_windows))
 
     def __init__(self, distribution: str = "geometric", scale: float = 1.0, clip: bool = False):

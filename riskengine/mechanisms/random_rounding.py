@@ -31,6 +31,7 @@ from ..inference import windows as win
 from ..inference.enumerate_3d import Enumerate3D
 from ..inference.gibbs import BlockGibbs
 from ..inference.line import Line
+from ..inference.linked import LinkedDP
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import count_table
@@ -73,6 +74,8 @@ class RandomRounding(Mechanism):
     name = "random_rounding"
     additive = False            # rounded totals are not the sums of the rounded cells
     aliases = ("randomrounding",)
+    windows = staticmethod(entry_windows)
+    set_routes = (LinkedDP(),)
     routes = (TableDP(entry_windows), Enumerate3D(entry_windows), Line(entry_windows),
               BlockGibbs(entry_windows))
 

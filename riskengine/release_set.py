@@ -1,0 +1,261 @@
+"""ReleaseSet: several tables published from the same microdata, analysed together.
+
+An agency often publishes several tables from one set of records: region x age, and the
+same with one region split in two; a table and a coarser one; a table and a sub-table.
+Every published cell and total is the count of a set of records; the sets are unions of
+the cells of the *finest* table, the common refinement of every table in the set.  The
+set's posterior is over that finest table: each published entry (in any table) weighs the
+sum of the finest cells it covers, so differences between tables (a region's total minus
+its two parts' totals) are used exactly as an intruder would use them.
+
+Categories are matched by label, dim by dim: the same label on a dim in two tables is the
+same category (the same records).  A category of one table that is the union of finer
+categories of another is declared in ``groups``: ``{dim: {label: [finer labels]}}``.  A
+dim missing from a table is summed over in it (every category of that dim).  Within one
+table, two labels whose categories overlap are refused (a subtotal row inside a table is
+its own entry only through ``groups`` across tables).
+
+Entries holding the same records in two tables: mechanisms whose noise is *keyed* to the
+records (the cell key method: the same records give the same key, so the same
+perturbation) must publish the same value there, and it counts once; mechanisms drawing
+fresh noise for every publication (random rounding, noisy counts) give independent
+observations that all count.
+
+Examples
+--------
+A region split in two, protected by random rounding to base 3:
+
+>>> import numpy as np, riskengine as rk
+>>> rr = rk.RandomRounding(3)
+>>> whole = rk.Release(np.array([[9, 3], [6, 6]]), margins={}, mechanism=rr,
+...                    dims=("region", "age"), coords={"region": ["N", "S"]})
+>>> split = rk.Release(np.array([[6, 3], [3, 0]]), margins={}, mechanism=rr,
+...                    dims=("region", "age"), coords={"region": ["N1", "N2"]})
+>>> both = rk.ReleaseSet([whole, split], groups={"region": {"N": ["N1", "N2"]}})
+>>> both.coords["region"]
+['N1', 'N2', 'S']
+>>> post = rk.posterior(both, rk.priors.Flat(0, 20))
+>>> post.shape
+(3, 2)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .release import Release
+
+__all__ = ["Entry", "ReleaseSet"]
+
+
+class Entry:
+    """One published number of one release: ``release`` (index in the set), ``keep``
+    (the block: the release's dims for an interior cell, the dims a total keeps),
+    ``index`` (within the block), ``cells`` (sorted flat indices of the finest cells it
+    counts) and ``value`` (the published number)."""
+
+    __slots__ = ("cells", "index", "keep", "release", "value")
+
+    def __init__(self, release, keep, index, cells, value):
+        self.release, self.keep, self.index, self.cells, self.value = (release, keep, index,
+                                                                       cells, value)
+
+    def __repr__(self) -> str:
+        return (f"Entry(release={self.release}, keep={self.keep}, index={self.index}, "
+                f"cells={self.cells.tolist()}, value={self.value})")
+
+
+class _SetMechanism:
+    """What the route resolver needs of a set's mechanism: its name, description and
+    routes (those the mechanisms of every release offer for sets)."""
+
+    def __init__(self, mechanisms):
+        self.mechanisms = mechanisms
+        first = mechanisms[0]
+        names = [r.name for r in getattr(first, "set_routes", ())]
+        common = [r for r in getattr(first, "set_routes", ())
+                  if all(r.name in [o.name for o in getattr(m, "set_routes", ())]
+                         for m in mechanisms)]
+        self.routes = tuple(common)
+        distinct = sorted({m.name for m in mechanisms})
+        self.name = "set of " + " + ".join(distinct)
+        lacking = sorted({m.name for m in mechanisms if not getattr(m, "set_routes", ())})
+        self.no_route = (f"releases of {', '.join(lacking)} cannot be analysed together: "
+                         "a set needs mechanisms whose likelihood is a product over the "
+                         "published entries (cell key, random rounding, noisy counts)"
+                         if lacking else
+                         f"the mechanisms share no route for sets ({', '.join(names)})")
+
+    def describe(self) -> str:
+        out = []
+        for m in self.mechanisms:
+            d = m.describe()
+            if d not in out:
+                out.append(d)
+        return " + ".join(out)
+
+
+class ReleaseSet:
+    """Several releases of tables from the same microdata (see the module docstring).
+
+    Parameters
+    ----------
+    releases : sequence of rk.Release
+        Count releases; their categories are matched by label.
+    groups : dict, optional
+        ``{dim: {label: [finer labels]}}``: a category that is the union of finer ones
+        (one level: the finer labels are categories of the finest table).
+
+    Attributes
+    ----------
+    dims, coords, shape
+        The finest table's dims (in order of first appearance), labels and shape.
+    entries
+        Every published number of every release (:class:`Entry`).
+    """
+
+    def __init__(self, releases, groups=None):
+        if isinstance(releases, Release):
+            releases = [releases]
+        releases = list(releases)
+        if not releases:
+            raise ValueError("a ReleaseSet needs at least one release")
+        for i, r in enumerate(releases):
+            if not isinstance(r, Release):
+                raise TypeError(f"release {i} of the set is a {type(r).__name__}, not an "
+                                "rk.Release")
+            if r.kind != "count":
+                raise ValueError(f"release {i} holds magnitudes; a ReleaseSet analyses "
+                                 "tables of counts")
+            if r.published is None or np.isnan(np.asarray(r.published, float)).any():
+                raise ValueError(f"release {i} hides interior cells (suppressed or not "
+                                 "published); a ReleaseSet needs every interior cell "
+                                 "published")
+            if any(np.isnan(np.asarray(v, float)).any() for v in r.margins.values()):
+                raise ValueError(f"release {i} hides totals; a ReleaseSet needs every "
+                                 "published total's value")
+            if r.groups:
+                raise ValueError(f"release {i} carries subtotals; give the grouped table as "
+                                 "its own release in the set instead")
+        self.releases = tuple(releases)
+        self.groups = self._clean_groups(groups)
+        dims = []
+        for r in releases:
+            dims += [d for d in r.dims if d not in dims]
+        unknown = sorted(set(self.groups) - set(dims))
+        if unknown:
+            raise ValueError(f"groups name dims {unknown} that no release has; dims: {dims}")
+        self.dims = tuple(dims)
+        self.coords = {d: self._leaves(d) for d in self.dims}
+        self.shape = tuple(len(self.coords[d]) for d in self.dims)
+        self.mechanism = _SetMechanism([r.mechanism for r in releases])
+        self.margins: dict = {}
+        self.kind = "count"
+        self.entries = self._entries()
+        self.published = self._published()
+
+    # --- structure -----------------------------------------------------------------------
+    @staticmethod
+    def _clean_groups(groups) -> dict:
+        out = {}
+        for d, g in dict(groups or {}).items():
+            if not isinstance(g, dict):
+                raise TypeError(f"groups[{d!r}] must be {{label: [finer labels]}}, got "
+                                f"{type(g).__name__}")
+            gd = {}
+            for label, members in g.items():
+                members = list(members) if not isinstance(members, str) else [members]
+                if not members:
+                    raise ValueError(f"group {label!r} of dim {d!r} has no members")
+                if len(set(members)) != len(members):
+                    raise ValueError(f"group {label!r} of dim {d!r} lists a member twice: "
+                                     f"{members}")
+                gd[label] = members
+            for label, members in gd.items():
+                nested = [m for m in members if m in gd]
+                if nested:
+                    raise ValueError(f"group {label!r} of dim {d!r} has member {nested[0]!r}, "
+                                     "itself a group; list the finest labels instead")
+            out[str(d)] = gd
+        return out
+
+    def _leaves(self, d) -> list:
+        groups = self.groups.get(d, {})
+        used = set()
+        out = []
+        for r in self.releases:
+            if d not in r.dims:
+                continue
+            for label in r.coords[d]:
+                used.add(label)
+                for leaf in groups.get(label, [label]):
+                    if leaf not in out:
+                        out.append(leaf)
+        unused = [g for g in groups if g not in used]
+        if unused:
+            raise ValueError(f"group {unused[0]!r} of dim {d!r} is a label of no release "
+                             f"(labels of {d!r}: {sorted(map(str, used))})")
+        for members in groups.values():
+            for m in members:
+                if m not in out:          # a member no table shows alone: still a category
+                    out.append(m)
+        return out
+
+    def _label_cells(self, r: Release, d: str) -> list:
+        """Per label of release r on dim d, the finest indices it covers."""
+        pos = {leaf: i for i, leaf in enumerate(self.coords[d])}
+        groups = self.groups.get(d, {})
+        cover = [np.array([pos[leaf] for leaf in groups.get(label, [label])], np.int64)
+                 for label in r.coords[d]]
+        seen = {}
+        for label, idx in zip(r.coords[d], cover):
+            for i in idx.tolist():
+                if i in seen:
+                    raise ValueError(
+                        f"labels {seen[i]!r} and {label!r} of dim {d!r} in release "
+                        f"{self.releases.index(r)} overlap (both hold "
+                        f"{self.coords[d][i]!r}); a table's categories must be disjoint")
+                seen[i] = label
+        return cover
+
+    def _entries(self) -> list:
+        out = []
+        for ri, r in enumerate(self.releases):
+            per_dim = {d: self._label_cells(r, d) for d in r.dims}
+            every = {d: np.arange(len(self.coords[d])) for d in self.dims}
+            covered = {d: np.concatenate(per_dim[d]) for d in r.dims}
+            blocks = [(r.dims, r.published)] + list(r.margins.items())
+            for keep, values in blocks:
+                values = np.asarray(values)
+                for index in np.ndindex(values.shape):
+                    axes = []
+                    for d in self.dims:
+                        if d in keep:
+                            axes.append(per_dim[d][index[keep.index(d)]])
+                        elif d in r.dims:
+                            axes.append(covered[d])
+                        else:
+                            axes.append(every[d])
+                    cells = np.sort(np.ravel_multi_index(np.ix_(*axes), self.shape).ravel())
+                    out.append(Entry(ri, tuple(keep), index, cells, int(values[index])))
+        return out
+
+    def _published(self) -> np.ndarray:
+        """Each finest cell's published value where a release publishes it alone (the first
+        release that does), else NaN."""
+        pub = np.full(self.shape, np.nan)
+        flat = pub.reshape(-1)
+        for e in self.entries:
+            if e.cells.size == 1 and np.isnan(flat[e.cells[0]]):
+                flat[e.cells[0]] = e.value
+        return pub
+
+    def __len__(self) -> int:
+        return len(self.releases)
+
+    def __iter__(self):
+        return iter(self.releases)
+
+    def __repr__(self) -> str:
+        return (f"ReleaseSet({len(self.releases)} releases, finest table {self.dims} "
+                f"{self.shape}, {len(self.entries)} published numbers)")

@@ -7,8 +7,10 @@ temporary file in the same folder first and is then renamed into place.
 from __future__ import annotations
 
 import csv
+import io
 import os
 import tempfile
+from itertools import combinations, product
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +25,10 @@ __all__ = [
     "read_csv_long",
     "read_csv_wide",
     "read_netcdf",
+    "read_published",
     "read_table",
+    "tidy",
+    "write_published",
 ]
 
 
@@ -110,11 +115,8 @@ def _number(x: str, where: str) -> float:
         raise ValueError(f"{where}: {x!r} is not a number") from None
 
 
-def read_csv_long(path, value: str | None = None, dims=None, margins=None) -> Table:
-    """Long form: one column per dim plus a value column (default: the last column).
-
-    Every combination of categories must appear exactly once.
-    """
+def _long_grid(path, value: str | None, dims):
+    """Long form as text: ``(dims, labels, {cell index: (text, where)})``."""
     rows = _read_rows(path)
     header = [h.strip() for h in rows[0]]
     value = value or header[-1]
@@ -135,19 +137,59 @@ def read_csv_long(path, value: str | None = None, dims=None, margins=None) -> Ta
         for d, lab in zip(dims, key):
             if lab not in labels[d]:
                 labels[d].append(lab)
-        recs.append((key, _number(r[vi], f"{path}, line {n}")))
-    shape = tuple(len(labels[d]) for d in dims)
-    out = np.full(shape, np.nan)
-    for key, v in recs:
+        recs.append((key, r[vi], f"{path}, line {n}"))
+    cells = {}
+    for key, text, where in recs:
         idx = tuple(labels[d].index(lab) for d, lab in zip(dims, key))
-        if not np.isnan(out[idx]):
+        if idx in cells:
             raise ValueError(f"{path}: cell {dict(zip(dims, key))} appears more than once")
-        out[idx] = v
-    if np.isnan(out).any():
-        idx = tuple(int(i) for i in np.argwhere(np.isnan(out))[0])
-        missing = {d: labels[d][i] for d, i in zip(dims, idx)}
-        raise ValueError(f"{path}: cell {missing} is missing (long form needs every combination)")
+        cells[idx] = (text, where)
+    return dims, labels, cells
+
+
+def _missing_cell(path, dims, labels, idx) -> ValueError:
+    missing = {d: labels[d][i] for d, i in zip(dims, idx)}
+    return ValueError(f"{path}: cell {missing} is missing (long form needs every combination)")
+
+
+def read_csv_long(path, value: str | None = None, dims=None, margins=None) -> Table:
+    """Long form: one column per dim plus a value column (default: the last column).
+
+    Every combination of categories must appear exactly once.
+    """
+    dims, labels, cells = _long_grid(path, value, dims)
+    shape = tuple(len(labels[d]) for d in dims)
+    out = np.empty(shape)
+    for idx in np.ndindex(*shape):
+        if idx not in cells:
+            raise _missing_cell(path, dims, labels, idx)
+        out[idx] = _number(*cells[idx])
     return Table(out, dims=dims, coords=labels, margins=margins)
+
+
+def _wide_grid(path, dims):
+    """Wide 2-D form as text: ``(dims, labels, {cell index: (text, where)})``."""
+    rows = _read_rows(path)
+    corner = rows[0][0].strip()
+    if "\\" in corner:
+        named = tuple(p.strip() for p in corner.split("\\", 1))
+        if all(named):
+            dims = named
+    dims = tuple(dims)
+    cols = [_label(c) for c in rows[0][1:]]
+    rlabels, cells = [], {}
+    for n, r in enumerate(rows[1:], start=2):
+        if len(r) != len(cols) + 1:
+            raise ValueError(f"{path}, line {n}: {len(r) - 1} values, header has {len(cols)} columns")
+        rlabels.append(_label(r[0]))
+        cells.update({(n - 2, j): (x, f"{path}, line {n}") for j, x in enumerate(r[1:])})
+    for d, labs in zip(dims, (rlabels, cols)):
+        seen = set()
+        for lab in labs:
+            if lab in seen:
+                raise ValueError(f"{path}: {d} label {lab!r} appears more than once")
+            seen.add(lab)
+    return dims, {dims[0]: rlabels, dims[1]: cols}, cells
 
 
 def read_csv_wide(path, dims=("row", "column"), margins=None) -> Table:
@@ -155,21 +197,209 @@ def read_csv_wide(path, dims=("row", "column"), margins=None) -> Table:
 
     A header cell in the first column (e.g. ``v\\w``) may name the dims as ``row\\col``.
     """
+    dims, labels, cells = _wide_grid(path, dims)
+    shape = tuple(len(labels[d]) for d in dims)
+    out = np.empty(shape)
+    for idx in np.ndindex(*shape):
+        out[idx] = _number(*cells[idx])
+    return Table(out, dims=dims, coords=labels, margins=margins)
+
+
+#: category labels that mark a published total (compared without case): "Total" as
+#: tables are usually published, "All" as ``pandas.crosstab(..., margins=True)`` writes it
+TOTAL_LABELS = ("total", "totals", "grand total", "all")
+#: entries of a published table that mark a suppressed cell (the published value withheld)
+SUPPRESSED = ("x", "..", "nan")
+
+
+def _is_total(label) -> bool:
+    return isinstance(label, str) and label.strip().lower() in TOTAL_LABELS
+
+
+def _published_entry(text: str, where: str) -> float:
+    """A number, NaN for a suppression marker; an empty entry is refused (the caller
+    decides whether a whole block may be empty)."""
+    s = text.strip()
+    if s.lower() in SUPPRESSED:
+        return np.nan
+    try:
+        return float(s)
+    except ValueError:
+        raise ValueError(f"{where}: {text!r} is not a number (a suppressed cell is written "
+                         f"as {' or '.join(repr(m) for m in SUPPRESSED)})") from None
+
+
+def _totals_wide(rows) -> bool:
+    """A wide table whose corner holds a name (as pandas writes a crosstab): a total
+    column or row (``pandas.crosstab(..., margins=True)``) and every entry after the first
+    column a published entry (a long table's dim columns hold labels)."""
+    if not (_is_total(rows[0][-1]) or any(_is_total(r[0]) for r in rows[1:])):
+        return False
+    for r in rows[1:]:
+        for x in r[1:]:
+            s = x.strip()
+            if s and s.lower() not in SUPPRESSED:
+                try:
+                    float(s)
+                except ValueError:
+                    return False
+    return True
+
+
+def read_published(path, format: str | None = None, dims=None, value: str | None = None):
+    """A published table as an agency publishes it: ``(published, margins, coords)`` for
+    :class:`riskengine.Release`.
+
+    The CSV is read as :func:`read_table` reads tables (wide 2-D, or long with one column
+    per dim).  A category labelled as a total (:data:`TOTAL_LABELS`, e.g. a ``Total`` row
+    and column) holds published totals: every block of them becomes a margin, keyed by
+    the dims it keeps (the ``Total`` column of a wide table is the margin keeping the
+    rows, the corner the grand total).  Entries :data:`SUPPRESSED` (``x``) are suppressed
+    cells (NaN).  A block left empty is not published (an empty interior: a margins-only
+    release); a block partly empty is an error, as is any entry that is not a number.
+
+    Returns
+    -------
+    published : xarray.DataArray or None
+        The interior (float, NaN = suppressed), labelled; None when it is empty.
+    margins : dict
+        ``{dims kept: DataArray}`` for every published block of totals (empty when the
+        file has no total).
+    coords : dict
+        ``{dim: categories}`` of the cells (totals left out), in the table's dim order.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no such file: {path}")
     rows = _read_rows(path)
-    corner = rows[0][0].strip()
-    if "\\" in corner:
-        named = tuple(p.strip() for p in corner.split("\\", 1))
-        if all(named):
-            dims = named
-    cols = [_label(c) for c in rows[0][1:]]
-    rlabels, vals = [], []
-    for n, r in enumerate(rows[1:], start=2):
-        if len(r) != len(cols) + 1:
-            raise ValueError(f"{path}, line {n}: {len(r) - 1} values, header has {len(cols)} columns")
-        rlabels.append(_label(r[0]))
-        vals.append([_number(x, f"{path}, line {n}") for x in r[1:]])
-    return Table(np.array(vals), dims=tuple(dims), coords={dims[0]: rlabels, dims[1]: cols},
-                 margins=margins)
+    first = rows[0][0].strip()
+    fmt = format or ("wide" if first == "" or "\\" in first or _totals_wide(rows) else "long")
+    if fmt == "wide":
+        if first and "\\" not in first and not dims:
+            dims = (first, "column")    # pandas writes the row dim's name in the corner
+        dims, labels, cells = _wide_grid(path, dims or ("row", "column"))
+    elif fmt == "long":
+        dims, labels, cells = _long_grid(path, value, dims)
+    else:
+        raise ValueError(f"unknown published-table format {fmt!r}; known: 'long', 'wide'")
+    total = {}
+    for d in dims:
+        at = [i for i, lab in enumerate(labels[d]) if _is_total(lab)]
+        if len(at) > 1:
+            raise ValueError(f"{path}: dim {d!r} has {len(at)} total categories "
+                             f"{[labels[d][i] for i in at]}; one is the total, the others "
+                             "would be dropped")
+        if at:
+            total[d] = at[0]
+    if len(total) == len(dims) and all(len(labels[d]) == 1 for d in dims):
+        raise ValueError(f"{path}: holds only totals, no cell")
+    inner = {d: [i for i in range(len(labels[d])) if total.get(d) != i] for d in dims}
+    coords = {d: [labels[d][i] for i in inner[d]] for d in dims}
+    published, margins = None, {}
+    for r in range(len(total) + 1):
+        for summed in combinations([d for d in dims if d in total], r):
+            keep = tuple(d for d in dims if d not in summed)
+            axes = [[total[d]] if d in summed else inner[d] for d in dims]
+            shape = tuple(len(inner[d]) for d in keep)
+            texts = []
+            for idx in product(*axes):
+                if idx not in cells:
+                    raise _missing_cell(path, dims, labels, idx)
+                texts.append(cells[idx])
+            empty = [t.strip() == "" for t, _ in texts]
+            where = ("the cells" if not summed else "the totals over "
+                     + ", ".join(repr(d) for d in summed))
+            if all(empty):
+                continue                        # this block is not published
+            if any(empty):
+                at = texts[empty.index(True)][1]
+                raise ValueError(f"{at}: an empty entry among {where}: a block is either "
+                                 f"published or left empty as a whole (write "
+                                 f"{SUPPRESSED[0]!r} for a suppressed entry)")
+            vals = np.array([_published_entry(t, w) for t, w in texts]).reshape(shape)
+            da = xr.DataArray(vals, dims=keep, coords={d: coords[d] for d in keep})
+            if summed:
+                margins[keep] = da
+            else:
+                published = da
+    if published is None and not margins:
+        raise ValueError(f"{path}: every entry is empty")
+    # largest totals first, in the dims' order (as the tabular structure lists them)
+    order = sorted(margins, key=lambda k: (-len(k), [dims.index(d) for d in k]))
+    return published, {k: margins[k] for k in order}, coords
+
+
+def tidy(values, digits: int = 12):
+    """Floats rounded to ``digits`` significant digits (default 12), so that sums such as
+    ``1234.5 + 9909.7 = 11144.199999999999`` are written ``11144.2``.  Relative change at
+    most ``5e-13``; integers, NaN and infinities unchanged.
+
+    >>> tidy([11144.199999999999, 0.1 + 0.2, 3.0]).tolist()
+    [11144.2, 0.3, 3.0]
+    """
+    a = np.asarray(values)
+    if not np.issubdtype(a.dtype, np.floating):
+        return a
+    out = a.astype(float)
+    flat = out.reshape(-1)
+    fin = np.flatnonzero(np.isfinite(flat))
+    flat[fin] = [float(f"{x:.{digits}g}") for x in flat[fin].tolist()]
+    return out
+
+
+def _entry(x, integer: bool) -> str:
+    if np.isnan(x):
+        return SUPPRESSED[0]
+    return str(int(x)) if integer else repr(float(x))
+
+
+def write_published(release, path) -> None:
+    """The published numbers of ``release`` as a CSV a board receives, readable by
+    :func:`read_published`: wide (``v\\w`` corner, a ``Total`` row and column, the grand
+    total in the corner) for 2-D tables, long (one column per dim, ``Total`` for the
+    summed dims) otherwise.  Suppressed entries are ``x``; a block that is not published
+    (the interior of a margins-only release, a total the release leaves out) is empty.
+    Magnitudes are written through :func:`tidy`.  Written atomically.
+    """
+    dims, shape = tuple(release.dims), tuple(release.shape)
+    if getattr(release, "groups", None):
+        raise ValueError("a release with subtotal groups has no CSV form here (its "
+                         "subtotals are no row or column of the table): keep the JSON")
+    for d in dims:
+        clash = [lab for lab in release.coords[d] if _is_total(lab)]
+        if clash:
+            raise ValueError(f"dim {d!r} has a category {clash[0]!r}, which a published "
+                             "table reads as a total: rename the category")
+    total = "Total"
+    integer = release.kind == "count"
+    blocks = {dims: release.published, **dict(release.margins)}
+
+    def block_value(idx):
+        """The entry at ``idx`` (None: a category index; ``total``: the total)."""
+        summed = tuple(d for d, i in zip(dims, idx) if i is None)
+        keep = tuple(d for d in dims if d not in summed)
+        val = blocks.get(keep)
+        if val is None:
+            return ""
+        arr = tidy(np.asarray(val, dtype=float)) if not integer else np.asarray(val, float)
+        return _entry(arr[tuple(i for i in idx if i is not None)], integer)
+
+    axes = [list(range(n)) + [None] for n in shape]
+
+    def label(d, i):
+        return total if i is None else release.coords[d][i]
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    if len(dims) == 2:
+        w.writerow([f"{dims[0]}\\{dims[1]}", *(label(dims[1], j) for j in axes[1])])
+        for i in axes[0]:
+            w.writerow([label(dims[0], i), *(block_value((i, j)) for j in axes[1])])
+    else:
+        w.writerow([*dims, "value"])
+        for idx in product(*axes):
+            w.writerow([*(label(d, i) for d, i in zip(dims, idx)), block_value(idx)])
+    atomic_write_text(path, buf.getvalue())
 
 
 def read_netcdf(path, variable: str | None = None, margins=None) -> Table:

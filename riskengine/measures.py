@@ -53,8 +53,10 @@ DEFINITIONS = {
     "l1": "sum over interior cells of |released - original| (released = user's reading: "
           "published value, or the user's posterior mean where not published)",
     "hellinger": "sqrt(1/2 sum_cells (sqrt(x/sum x) - sqrt(y/sum y))^2), x original, "
-                 "y released (user's reading): Hellinger distance of the two tables as "
-                 "distributions, in [0, 1]",
+                 "y released (user's reading) with negative released values (noisy counts "
+                 "published without clipping) read as 0: Hellinger distance of the two "
+                 "tables as distributions, in [0, 1]; NaN when either table has no "
+                 "positive cell",
     "chi_square": "Pearson X^2 of (mutual) independence: sum (o - e)^2 / e over cells with "
                   "e > 0, e = n prod_k (margin_k / n)",
     "cramers_v": "sqrt(X^2 / (n (min(shape) - 1))); for 2-D tables Cramer's V, for k-D "
@@ -172,10 +174,20 @@ def l1(original, released) -> float:
 def hellinger(original, released) -> float:
     """Hellinger distance between the tables as distributions (each divided by its total).
 
+    A distribution has no negative mass: a negative released value (noisy counts
+    published without clipping at zero) counts as 0, so the distance is that of the
+    released table's nonnegative part.  NaN when a table has no positive cell (or a NaN
+    cell).
+
     >>> round(hellinger([[1, 0], [0, 1]], [[0, 1], [1, 0]]), 12)
     1.0
+    >>> hellinger([[2, 1], [1, 0]], [[2, 1], [1, -3]])
+    0.0
     """
     x, y = _arrays(original, released)
+    if (x < 0).any():
+        raise ValueError(f"original must be a nonnegative table, got {x[x < 0][0]:g}")
+    y = np.where(y < 0, 0.0, y)
     sx, sy = x.sum(), y.sum()
     if not (sx > 0 and sy > 0):
         return float("nan")

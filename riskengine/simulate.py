@@ -25,6 +25,7 @@ import xarray as xr
 from scipy import stats
 
 from . import _validate as V
+from ._budget import budget
 from ._seeding import derived_rng, root_entropy
 from .inference._chains import close_client, dask_client
 from .posterior import _prior, posterior
@@ -40,6 +41,7 @@ class _Job:
     assumed: object
     intruder: object
     entropy: int
+    memory: object = None
 
 
 def _run_one(job: _Job, i: int) -> dict:
@@ -49,7 +51,7 @@ def _run_one(job: _Job, i: int) -> dict:
     if job.assumed is not None:   # the intruder analyses with a (mis)stated mechanism
         rel = Release(published=rel.published, margins=rel.margins, mechanism=job.assumed,
                       dims=rel.dims, coords=rel.coords, kind=rel.kind)
-    post = posterior(rel, job.intruder)
+    post = posterior(rel, job.intruder, memory=job.memory)
     truth = table.values
     mode = post.mode().values
     n = post.n_candidates
@@ -100,7 +102,7 @@ def _check_scheduler(scheduler):
 
 def simulate(generator, mechanism, intruder=None, n_tables: int = 100,
              rng: np.random.Generator | None = None, scheduler=None, progress=None,
-             chunk: int | None = None, assumed=None) -> xr.Dataset:
+             chunk: int | None = None, assumed=None, memory=None) -> xr.Dataset:
     """Draw ``n_tables`` originals, protect each, attack each with the intruder's posterior.
 
     Parameters
@@ -121,6 +123,9 @@ def simulate(generator, mechanism, intruder=None, n_tables: int = 100,
     assumed : mechanism, optional
         The mechanism the intruder *believes* was used (default: the true one);
         a misstated parameter here shows what a wrong likelihood does.
+    memory : int or str, optional
+        Memory budget of each table's posterior (as :func:`riskengine.posterior`'s
+        ``memory=``; default: half the available memory).
 
     Examples
     --------
@@ -150,7 +155,9 @@ def simulate(generator, mechanism, intruder=None, n_tables: int = 100,
     if chunk is None:
         chunk = max(1, min(100, -(-n_tables // 16)))
     chunk = V.integer(chunk, "chunk", 1)
-    job = _Job(generator, mechanism, assumed, intruder, root_entropy(rng))
+    if memory is not None:
+        budget(memory)                  # a bad budget is refused before any table is drawn
+    job = _Job(generator, mechanism, assumed, intruder, root_entropy(rng), memory)
 
     if scheduler is None:
         rows = []

@@ -117,7 +117,7 @@ def layer(name: str) -> int:
         return 2
     if rest.split(".")[0] == "mechanisms":
         return 3
-    if rest in USES:
+    if rest in USES or rest.split(".")[0] in USES:
         return 4
     raise AssertionError(f"module {name} has no layer: add it to tests/test_layers.py "
                          "and to shared/ARCHITECTURE.md's picture")

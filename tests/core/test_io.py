@@ -49,3 +49,20 @@ def test_release_save_is_atomic_and_loads(tmp_path):
     rel.save(p)
     assert rk.Release.load(p) == rel
     assert [x.name for x in p.parent.iterdir()] == ["rel.json"]   # no temp files left
+
+
+def test_tidy_writes_the_decimals_of_decimal_sums(rng=None):
+    """Sums of one- and two-decimal numbers, computed in floats, come back as the exact
+    decimal sum (computed with Decimal); integers and NaN are left as they are."""
+    from decimal import Decimal
+
+    from riskengine._io import tidy
+    rng = np.random.default_rng(42)
+    for decimals in (1, 2):
+        parts = np.round(rng.uniform(0, 5000, size=(200, 7)), decimals)
+        sums = parts.sum(axis=1)
+        exact = [float(sum(Decimal(f"{x:.{decimals}f}") for x in row)) for row in parts]
+        assert (sums != exact).any()            # the float noise this is about
+        assert tidy(sums).tolist() == exact
+    assert tidy(np.array([3, 4])).dtype.kind == "i"
+    assert np.isnan(tidy([np.nan, 1.0])[0])

@@ -208,3 +208,56 @@ def test_each_command_writes_its_own_report_and_no_report_removes_it(tmp_path, c
     assert main(["report", str(out / "compare.nc")]) == 0
     assert (out / "compare.html").exists()
     assert {"simulate.nc", "analysis.nc", "compare.nc"} <= {p.name for p in out.iterdir()}
+
+
+# --- misspelt keys: one line listing the valid ones -------------------------------------
+@pytest.mark.parametrize("command,toml,msg", [
+    ("compare", ('[table]\nvalues = [[3, 1], [2, 4]]\n[[mechanisms]]\ntype = "cyclic"\n'
+                'alhpa = 0.1\n'),
+     ("[[mechanisms]] block 1: unknown parameter 'alhpa' for mechanism 'cyclic'; valid: "
+     "cycles, alpha, beta, rule, design")),
+    ("compare", ('[table]\nvalues = [[3, 1], [2, 4]]\n[[mechanisms]]\ntype = "rounding"\n'
+                'sweep = { bsae = [2, 3] }\n'),
+     ("unknown parameter 'bsae' for mechanism 'controlled_rounding'; valid: base, method, "
+     "zero_restricted, likelihood")),
+    ("simulate", ('[generator]\ntype = "poisson"\nrate = 2.0\nshape = [3, 3]\n'
+                 '[mechanism]\ntype = "noise"\nscael = 1.0\n'),
+     ("[mechanism]: unknown parameter 'scael' for mechanism 'noisy_counts'; valid: "
+     "distribution, scale, clip")),
+    ("simulate", ('[generator]\ntype = "poisson"\nrate = 2.0\nshape = [3, 3]\n'
+                 '[mechanism]\ntype = "cyclic"\n[intruder]\n'
+                 'assumed = { type = "cyclic", beat = 0.1 }\n'),
+     "[intruder] assumed: unknown parameter 'beat' for mechanism 'cyclic'; valid: "),
+    ("simulate", ('[generator]\ntype = "poisson"\nrat = 2.0\nshape = [3, 3]\n'
+                 '[mechanism]\ntype = "cyclic"\n'),
+     "unknown key 'rat' in [generator]; known: type, rate, shape, dims, coords"),
+])
+def test_a_misspelt_toml_key_lists_the_valid_keys(tmp_path, capsys, command, toml, msg):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(toml)
+    assert main([command, str(cfg), "--out", str(tmp_path / "o")]) == 2
+    line = one_line_error(capsys)
+    assert msg in line
+    assert "__init__" not in line and "unexpected keyword" not in line
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_misspelt_param_lists_the_valid_keys(tmp_path, capsys):
+    t = tmp_path / "t.csv"
+    t.write_text("\\,a,b\nx,3,1\ny,2,4\n")
+    cases = [
+        (["--mechanism", "rounding", "--param", "bsae=3"],
+         ("--mechanism rounding: unknown parameter 'bsae' for mechanism "
+         "'controlled_rounding'; valid: base, method, zero_restricted, likelihood")),
+        (["--mechanism", "bootstrap", "--param", "m=3"],
+         "unknown parameter 'm' for mechanism 'bootstrap'; valid: M, S, max_regenerations"),
+        # the protect inputs are keys --param takes too: listed beside the parameters
+        (["--mechanism", "cell_suppression", "--param", "sensitve=[[1, 0], [0, 0]]"],
+         ("unknown parameter 'sensitve' for mechanism 'cell_suppression'; valid: method, "
+         "cost, suppress_zeros, suppress_totals; inputs of protect: sensitive, protection")),
+    ]
+    for args, msg in cases:
+        assert main(["protect", str(t), *args, "--out", str(tmp_path / "r.json")]) == 2
+        line = one_line_error(capsys)
+        assert msg in line and "__init__" not in line
+    assert not (tmp_path / "r.json").exists()

@@ -106,6 +106,34 @@ def test_l1_and_hellinger_by_hand():
         M.l1([1, 2], [1, 2, 3])
 
 
+def test_hellinger_of_unclipped_noisy_counts_reads_negatives_as_zero():
+    """Noisy counts published without clipping hold negative values: the distance is that
+    of the released table's nonnegative part (a finite number, never NaN), computed here by
+    hand from the definition; the original must be nonnegative."""
+    x, y = [4, 1, 0, 3], [5, -2, 1, 2]
+    # y read as (5, 0, 1, 2) / 8; x as (4, 1, 0, 3) / 8
+    ref = np.sqrt(0.5 * sum((np.sqrt(a / 8) - np.sqrt(b / 8)) ** 2
+                            for a, b in zip([4, 1, 0, 3], [5, 0, 1, 2])))
+    assert M.hellinger(x, y) == pytest.approx(ref, rel=1e-14)
+    assert 0 < M.hellinger(x, y) < 1
+    assert np.isnan(M.hellinger([1, 2], [-1, -3]))       # no positive released cell
+    with pytest.raises(ValueError, match="original must be a nonnegative table, got -1"):
+        M.hellinger([-1, 2], [1, 2])
+    assert "read as 0" in M.DEFINITIONS["hellinger"]
+    # through rk.measures.utility on a NoisyCounts release without clipping
+    t = rk.Table(np.array([[0, 1, 0], [1, 0, 2]]), dims=("a", "b"))
+    mech = rk.NoisyCounts(scale=1.5, clip=False)
+    rel = next(r for r in (mech.protect(t, np.random.default_rng(s)) for s in range(200))
+               if (np.asarray(r.published) < 0).any())
+    post = rk.posterior(rel, rk.priors.Poisson(1.0))
+    u = M.utility(post, t, rel)
+    y = np.clip(np.asarray(rel.published, float), 0, None)
+    xs = t.values / t.values.sum()
+    ref = (np.sqrt(0.5 * ((np.sqrt(xs) - np.sqrt(y / y.sum())) ** 2).sum()) if y.sum() > 0
+           else np.nan)
+    np.testing.assert_allclose(float(u["hellinger"]), ref, rtol=1e-14)
+
+
 def test_released_values_fill_and_margins_only():
     t = rk.Table(np.array([[1, 2], [3, 4]]), dims=("a", "b"))
     rel = rk.MarginsOnly().protect(t)

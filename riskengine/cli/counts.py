@@ -1,0 +1,278 @@
+"""The count-table commands: ``protect``, ``count``, ``assess`` and ``analyze``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .magnitude import no_posterior, run_audit
+from .output import (
+    Progress,
+    bundled,
+    cli_hints,
+    diagnostics_text,
+    fmt_cell,
+    maybe_report,
+    out_dir,
+    remove_report,
+    text_table,
+)
+from .releases import (
+    build_mechanism,
+    csv_path,
+    load_release,
+    param,
+    protect_inputs,
+    save_release,
+    tidy_release,
+)
+
+
+def risk_report(post, rel, truth, level: float) -> str:
+    """The text report of ``assess``: a row per cell, then the release, prior, route and
+    the evidence."""
+    import numpy as np
+
+    from ..posterior import _count_text
+    ds = post.summary(truth, level)
+    dims = post.dims
+    header = ["cell", "published", "mode", "P(mode)", "P(true)" if truth is not None else None,
+              f"{round(level * 100)}% interval"]
+    header = [h for h in header if h is not None]
+    rows = []
+    for idx in np.ndindex(*post.shape):
+        labels = [post.coords[d][i] for d, i in zip(dims, idx)]
+        pv = ds["published"].values[idx] if "published" in ds else np.nan
+        pub = "-" if np.isnan(pv) else f"{int(pv)}"     # "-": not published (suppressed)
+        r = [fmt_cell(labels), pub,
+             f"{int(ds['mode'].values[idx])}", f"{ds['max_prob'].values[idx]:.3f}"]
+        if truth is not None:
+            r.append(f"{ds['prob_exact'].values[idx]:.3f}")
+        r.append(f"[{int(ds['lower'].values[idx])}, {int(ds['upper'].values[idx])}]")
+        rows.append(r)
+    out = [*text_table(header, rows), ""]
+    out.append(f"mechanism: {rel.mechanism.describe()}")
+    out.append(f"prior: {post.attrs.get('prior')}    route: {post.attrs.get('route')}")
+    out.append("candidate original tables: " + (
+        _count_text(post.n_candidates) if post.n_candidates is not None
+        else post.attrs.get("n_candidates_note", "unknown")))
+    out.append("log evidence: " + (f"{post.log_evidence:.6f}" if np.isfinite(post.log_evidence)
+                                   else "not computed by this route"))
+    if post.diagnostics is not None:
+        out.append(diagnostics_text(post))
+    if truth is not None:
+        pe = post.prob_exact(truth).values
+        out.append(f"expected exactly disclosed cells: {pe.sum():.3f} of {pe.size}; "
+                   f"cells with P(true) >= 0.5: {int((pe >= 0.5).sum())}")
+    return "\n".join(out)
+
+
+
+def release_and_truth(args, command: str) -> tuple:
+    """The release (the bundled seed 003 example when none is given, with its original as
+    the truth) and the true table of ``--truth``."""
+    from .._io import read_table
+    from ..release import Release
+    if args.release is None:
+        rel = Release.load(bundled("seed003_release.json"))
+        truth_path = args.truth or bundled("seed003_original.csv")
+        print(f"riskengine {command}: bundled example (Duncan & Roehrig, seed 003: 4 x 4 "
+              "table, diagonal cycles, alpha = beta = 1/4)")
+    else:
+        rel = load_release(args.release, args)
+        truth_path = args.truth
+    return rel, (read_table(truth_path) if truth_path else None)
+
+
+def cmd_assess(args) -> int:
+    from .. import priors
+    from .._io import atomic_write_netcdf
+    from ..posterior import posterior
+    rel, truth = release_and_truth(args, "assess")
+    why = no_posterior(rel)
+    if why is not None:                 # magnitude releases: the audit is the answer
+        print(f"riskengine assess: {why}; the audit is the answer, as riskengine audit "
+              "gives it" + ("" if rel.mechanism.name == "cta" else ": the intervals an "
+                            "intruder can derive for the suppressed cells by linear "
+                            "programming"))
+        if truth is not None:
+            print("riskengine assess: --truth is not used here: riskengine audit --microdata "
+                  "FILE --rule ... checks each sensitive cell against the original")
+        return run_audit(args, rel, None)
+    if truth is not None and truth.shape != rel.shape:
+        raise ValueError(f"truth table has shape {truth.shape}, the release {rel.shape}")
+    prior = priors.parse(args.prior)
+    prog = Progress("posterior")
+    try:
+        post = posterior(rel, prior, route=args.route, progress=prog, memory=args.memory)
+    finally:
+        prog.close()
+    print(risk_report(post, rel, truth, args.level))
+    from ..verdict import verdict
+    v = verdict(post, truth, threshold=args.threshold, max_expected=args.max_expected,
+                level=args.level)
+    print("\n".join(v.lines()))
+    if args.strict and post.diagnostics is not None and not post.attrs.get("converged"):
+        print("riskengine assess: --strict: the Monte Carlo posterior has not converged "
+              f"({post.attrs.get('diagnostics')}); nothing written", file=sys.stderr)
+        return 3
+    out = out_dir(args.out)
+    path = out / "posterior.nc"
+    ds = post.to_dataset(truth, args.level)
+    ds.attrs["threshold"] = args.threshold
+    if args.max_expected is not None:
+        ds.attrs["max_expected"] = args.max_expected
+    from ..report import describe_release
+    ds.attrs["release"] = "; ".join(f"{k}: {v}" for k, v in describe_release(rel).items())
+    atomic_write_netcdf(ds, path)
+    print(f"posterior written to {path}")
+    if args.report:
+        sys.stdout.flush()  # the text report is out before the plots are drawn
+        from ..report import write_report
+        html = write_report(post, out, release=rel, truth=truth, level=args.level,
+                            threshold=args.threshold, max_expected=args.max_expected)
+        print(f"report written to {html}")
+    else:
+        remove_report(out, "assess")
+    if args.strict and not v.passed:
+        print(f"riskengine assess: --strict: the verdict is FAIL ({'; '.join(v.reasons)})",
+              file=sys.stderr)
+        return 3
+    return 0
+
+
+def cmd_analyze(args) -> int:
+    import numpy as np
+
+    from .. import priors
+    from .._io import atomic_write_netcdf
+    from ..analyze import DEFAULT, analyze
+    rel, truth = release_and_truth(args, "analyze")
+    prior = priors.parse(args.prior)
+    stats = args.statistic or list(DEFAULT)
+    prog = Progress("posterior")
+    try:
+        res = analyze(rel, prior, stats, draws=args.draws, rng=np.random.default_rng(args.seed),
+                      truth=truth, level=args.level, route=args.route, memory=args.memory,
+                      progress=prog)
+    finally:
+        prog.close()
+    tab = res.table()
+    cols = [c for c in ("mean", "sd", "hdi_lower", "hdi_upper", "plugin", "true",
+                        "true_quantile") if c in tab]
+    w = max(len("statistic"), *(len(s) for s in tab["statistic"]))
+    print(f"{'statistic'.ljust(w)}  " + "  ".join(f"{c:>13}" for c in cols))
+    for _, r in tab.iterrows():
+        print(f"{r['statistic'].ljust(w)}  " + "  ".join(f"{float(r[c]):13.5g}" for c in cols))
+    post = res.posterior
+    kind = ("independent, exact posterior" if "approximation" not in post.attrs
+            else "approximate")
+    print(f"{args.draws} draws ({kind}), route {post.attrs.get('route')}, prior "
+          f"{post.attrs.get('prior')}, HDI level {args.level:g}; plugin = the statistic on "
+          "the published table")
+    out = out_dir(args.out)
+    path = out / "analysis.nc"
+    ds = res.to_dataset()
+    if args.seed is not None:
+        ds.attrs["seed"] = args.seed
+    from ..report import describe_release
+    ds.attrs["release"] = "; ".join(f"{k}: {v}" for k, v in describe_release(rel).items())
+    atomic_write_netcdf(ds, path)
+    print(f"results written to {path}")
+    maybe_report(args, ds, path, "analyze")
+    return 0
+
+
+
+#: the protect options of earlier releases: each passes one mechanism parameter
+_LEGACY = ("design", "alpha", "beta", "rule", "base", "method", "likelihood")
+
+
+#: protect inputs that mark cells: 0/1 (or true/false) per cell, read as a boolean mask
+_MASKS = ("sensitive",)
+
+
+def _protect_input(key: str, value, table):
+    """A protect input from ``--param``: a CSV / netCDF file in the table's layout (matched
+    by dim names and labels), a JSON array, or a scalar."""
+    import numpy as np
+
+    from .._io import read_table
+    from ..table import aligned
+    where = f"--param {key}" + (f"={value}" if isinstance(value, str) else "")
+    if isinstance(value, str) and Path(value).is_file():
+        value = aligned(read_table(value), table.dims, table.coords, where)
+    elif isinstance(value, list):
+        value = aligned(np.asarray(value), table.dims, table.coords, where)
+    else:
+        return value
+    if key in _MASKS:
+        bad = value[(value != 0) & (value != 1)]
+        if bad.size:
+            raise ValueError(f"{where} marks cells with 0/1 (or true/false), got {bad[0].item()!r}")
+        value = value.astype(bool)
+    return value
+
+
+def cmd_protect(args) -> int:
+    import numpy as np
+
+    from .._io import read_table
+    from ..mechanisms._base import lookup
+    if args.out:
+        csv_path(args.out)              # a bad --out is refused before the work
+    table = read_table(args.table)
+    params = dict(param(p) for p in args.param or ())
+    params.update({k: getattr(args, k) for k in _LEGACY if getattr(args, k) is not None})
+    try:
+        inputs = protect_inputs(lookup(args.mechanism))
+    except ValueError:                  # an unknown name: build_mechanism says so
+        inputs = {}
+    kw = {k: _protect_input(k, params.pop(k), table) for k in list(params) if k in inputs}
+    mech = build_mechanism(args.mechanism, params, table.shape, table.dims, inputs)
+    missing = [k for k, required in inputs.items() if required and k not in kw]
+    if missing:
+        raise ValueError(f"--mechanism {args.mechanism} needs the protect input"
+                         f"{'s' if len(missing) > 1 else ''} {', '.join(missing)}: "
+                         + " ".join(f"--param {k}=FILE.csv" for k in missing)
+                         + " (the table's layout; or a JSON array or a number); optional: "
+                         + (", ".join(k for k, r in inputs.items() if not r) or "none"))
+    rel = tidy_release(mech.protect(table, np.random.default_rng(args.seed), **kw))
+    if args.out:
+        js, table_csv = save_release(rel, args.out)
+        print(f"release written to {js} (the published table: {table_csv})")
+    else:
+        sys.stdout.write(rel.to_json(indent=1))
+    return 0
+
+
+def cmd_count(args) -> int:
+    from .. import priors
+    from ..inference.sis import applies, estimate_count
+    from ..posterior import count_candidates
+    rel = load_release(args.release, args)
+    why = no_posterior(rel)
+    if why is not None:
+        raise ValueError(f"{why}: no original tables to count; riskengine audit "
+                         f"{args.release} derives what an intruder can (the LP interval of "
+                         "each cell)")
+    prior = priors.parse(args.prior)
+    sis_fits = applies(rel) is None and isinstance(prior, priors.Uniform)
+    if args.sis is not None:
+        if not sis_fits:
+            raise ValueError("--sis estimates the number of tables of a margins-only 2-D "
+                             "release under the uniform prior; "
+                             + (applies(rel) or f"this prior is {prior!r}"))
+        print(estimate_count(rel, n=args.sis))
+        return 0
+    try:
+        print(count_candidates(rel, prior, route=args.route, memory=args.memory))
+    except ValueError as e:
+        if not (sis_fits and "memory budget" in str(e) and args.route == "auto"):
+            raise
+        print(f"riskengine count: no exact count within the memory budget "
+              f"({cli_hints(str(e), args)}); estimating by sequential importance sampling "
+              "instead", file=sys.stderr)
+        print(estimate_count(rel, n=10000))
+    return 0
+

@@ -1,0 +1,141 @@
+"""``riskengine warmup``: compile every numerical kernel ahead (a tiny instance of every
+inference route of every registered mechanism)."""
+
+from __future__ import annotations
+
+import time
+
+#: the tiny instance ``warmup`` protects with: parameters a mechanism needs beyond its
+#: defaults (a mechanism missing here that needs some is reported, not skipped silently)
+_WARMUP_PARAMS = {"controlled_rounding": {"base": 3}, "random_rounding": {"base": 3},
+                  "bootstrap": {"M": 3, "S": 2}, "binomial": {"S": 2},
+                  "cell_key": {"D": 2, "V": 1},
+                  "noisy_counts": {"scale": 0.3}}   # narrow windows: a small enumeration
+
+
+def _warmup_tables():
+    import numpy as np
+
+    from ..table import Table
+    return [Table(np.array([[3, 1, 2], [2, 4, 1], [1, 2, 5]]), dims=("v", "w")),
+            Table(np.array([[[2, 1], [1, 3]], [[1, 2], [3, 1]]]), dims=("v", "w", "x")),
+            Table(np.array([3, 1, 4, 2]), dims=("v",))]
+
+
+def _warmup_mechanism(cls, tables, priors_, rng) -> set:
+    """Every route of ``cls`` that applies to a tiny release of each table: posterior,
+    count and a few draws.  Returns the routes run."""
+    import copy
+    import inspect
+
+    import numpy as np
+
+    from .._budget import budget
+    from ..posterior import count_candidates, posterior
+    from ..table import Table
+    ran = set()
+    if cls.name == "cyclic":     # its enumerator's kernels come per block of cycles: 4 x 4 too
+        tables = [*tables, Table(np.array([[5, 1, 3, 1], [2, 3, 1, 4], [3, 1, 2, 2],
+                                           [1, 4, 2, 2]]), dims=("v", "w"))]
+    for table in tables:
+        extra = {}
+        if "sensitive" in inspect.signature(cls.protect).parameters:   # suppression
+            sens = table.values == table.values.min()
+            extra = {"sensitive": sens, "protection": sens * 1.0}
+        try:
+            mech = cls.from_config(dict(_WARMUP_PARAMS.get(cls.name, {})), shape=table.shape,
+                                   dims=table.dims)
+            rel = mech.protect(table, rng, **extra)
+        except (ValueError, TypeError) as exc:
+            if "needs parameter" in str(exc):
+                raise ValueError(f"warmup: {exc}: add it to cli.warmup._WARMUP_PARAMS") from None
+            continue                       # the mechanism does not take tables of this shape
+        for prior in priors_:
+            for route in mech.routes:
+                if route.applies(rel, prior) is not None:
+                    continue
+                try:
+                    if not route.exact and hasattr(route, "draws"):   # Monte Carlo: short
+                        short = copy.copy(route)
+                        short.draws = short.warmup = 20
+                        post = short.run(rel, prior, count=False, memory=budget())
+                    else:
+                        post = posterior(rel, prior, route=route.name, count=False)
+                except ValueError:         # e.g. no candidate under this prior: no kernel ran
+                    continue
+                ran.add(route.name)
+                try:
+                    if route.counts:
+                        count_candidates(rel, prior, route=route.name)
+                except ValueError:         # no count (unbounded noise): no kernel ran
+                    pass
+                try:
+                    post.sample(3, rng)
+                except ValueError:         # no draws from this route
+                    pass
+    return ran
+
+
+def _warmup_grouped(table, priors_, rng) -> str:
+    """The grouped-subtotals route: a margins-only release whose rows come in two groups
+    with published subtotals (no mechanism's protect makes one)."""
+    import numpy as np
+
+    from ..mechanisms.margins_only import MarginsOnly
+    from ..posterior import count_candidates, posterior
+    from ..release import Release
+    x = table.values
+    rel = Release(None, margins={("v",): x.sum(1), ("w",): x.sum(0), (): x.sum()},
+                  mechanism=MarginsOnly(), dims=("v", "w"), groups={"v": [[0, 1], [2]]},
+                  subtotals={("v", "w"): np.stack([x[:2].sum(0), x[2]]),
+                             ("v",): np.array([x[:2].sum(), x[2].sum()])})
+    for prior in priors_:
+        posterior(rel, prior, route="grouped-dp").sample(3, rng)
+        count_candidates(rel, prior, route="grouped-dp")
+    return "margins-only 3 x 3, rows in 2 groups: route grouped-dp"
+
+
+def cmd_warmup(args) -> int:
+    import warnings
+
+    import numpy as np
+
+    from kernels._jit import watch_compiles
+
+    from .. import priors
+    from ..inference.sis import estimate_count
+    from ..mechanisms import REGISTRY
+    print("riskengine warmup: a tiny instance of every inference route of every mechanism; "
+          "each numerical kernel compiles once for this machine or loads from numba's cache",
+          flush=True)
+    tables = _warmup_tables()
+    priors_ = (priors.Uniform(), priors.Poisson(2.0))
+    rng = np.random.default_rng(0)
+    start = time.perf_counter()
+    with watch_compiles() as watch, warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # tiny Monte Carlo runs do not converge: no matter
+        steps = [(name, cls) for name, cls in sorted(REGISTRY.items()) if cls.routes]
+        steps += [("grouped subtotals", "grouped"), ("count estimate (SIS)", "sis")]
+        for name, cls in steps:
+            t0, before = time.perf_counter(), dict(watch.seconds)
+            if cls == "grouped":
+                what = _warmup_grouped(tables[0], priors_, rng)
+            elif cls == "sis":
+                from ..mechanisms.margins_only import MarginsOnly
+                estimate_count(MarginsOnly().protect(tables[0]), n=200)
+                what = "margins-only 3 x 3"
+            else:
+                ran = _warmup_mechanism(cls, tables, priors_, rng)
+                what = "routes " + (", ".join(sorted(ran)) or "none")
+            new = sorted(m.rpartition(".")[2] for m in watch.seconds if m not in before)
+            print(f"  {name:<20} {what}: {time.perf_counter() - t0:.1f} s"
+                  + (f" (compiled {', '.join(new)})" if new else ""), flush=True)
+    total = time.perf_counter() - start
+    compiled = ", ".join(f"{m.rpartition('.')[2]} {s:.1f} s"
+                         for m, s in sorted(watch.seconds.items(), key=lambda x: -x[1]))
+    print(f"warmup done in {total:.1f} s: " + (
+        f"{watch.count} kernel{'s' if watch.count > 1 else ''} compiled ({compiled}); the "
+        "rest loaded from the cache"
+        if watch.count else "every kernel loaded from numba's cache, nothing to compile"))
+    return 0
+

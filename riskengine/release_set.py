@@ -250,6 +250,12 @@ class ReleaseSet:
                 flat[e.cells[0]] = e.value
         return pub
 
+    def to_dict(self) -> dict:
+        """The releases' descriptions and the groups (JSON-ready)."""
+        return {"releases": [r.to_dict() for r in self.releases],
+                "groups": {d: {str(k): list(v) for k, v in g.items()}
+                           for d, g in self.groups.items()}}
+
     def __len__(self) -> int:
         return len(self.releases)
 

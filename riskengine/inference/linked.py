@@ -30,6 +30,10 @@ __all__ = ["LinkedDP"]
 _EDGE = 1e-12
 #: floats kept per state value (forward message, backward message, working copies)
 _FLOATS = 4
+#: state values x window values the route works through before ``route="auto"`` passes it
+#: over for the Monte Carlo route: NumPy log-space steps run at about 1e7 per second on
+#: this 2-core machine (studies/noise/differencing.py), so about 30 s
+MAX_WORK = 3e8
 
 _KEYED = ("the keys of entries whose records are unions of other entries' records are tied "
           "(a total's key is the fractional part of the sum of its cells' keys, a region's "
@@ -41,7 +45,7 @@ class _Model:
     """The set as variables (finest cells, C order) and sum factors, with the order the
     forward pass visits the cells in."""
 
-    def __init__(self, rset, prior):
+    def __init__(self, rset, prior, plan: bool = True):
         self.rset = rset
         windows = [r.mechanism.windows(r) for r in rset.releases]
         by_cells: dict = {}
@@ -93,7 +97,8 @@ class _Model:
             both = lw + plw
         self.lw = np.where(np.isnan(both), -np.inf, both)
         self.factors = factors
-        self.order, self.plan = self._best_order()
+        if plan:
+            self.order, self.plan = self._best_order()
 
     def _best_order(self):
         rset = self.rset
@@ -187,8 +192,11 @@ class LinkedDP(Route):
     def estimate(self, release, prior, what="posterior"):
         model = _Model(release, prior)
         p = model.plan
+        work = p.total_cells * model.lw.shape[1]
+        slow = (f"{work:.3g} state x value steps (about {work / 1e7:.0f} s), more than "
+                f"route='auto' waits for ({MAX_WORK:.0e})" if work > MAX_WORK else "")
         return Cost(model.memory(), f"{p.total_cells:.3g} partial-sum states over "
-                                    f"{len(p.vlo)} cells, widest {p.peak:.3g}")
+                                    f"{len(p.vlo)} cells, widest {p.peak:.3g}", slow)
 
     def run(self, release, prior, *, count=True, progress=None, memory):
         model = _Model(release, prior)

@@ -55,6 +55,7 @@ from ..inference.enumerate_3d import Enumerate3D
 from ..inference.gibbs import BlockGibbs
 from ..inference.line import Line
 from ..inference.linked import LinkedDP
+from ..inference.linked_gibbs import LinkedGibbs
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import Table, aligned, count_table
@@ -673,7 +674,7 @@ class CellKey(Mechanism):
     aliases = ("cellkey", "ckm")
     keyed = True                  # the same records give the same key in every table
     windows = staticmethod(entry_windows)
-    set_routes = (LinkedDP(),)
+    set_routes = (LinkedDP(), LinkedGibbs())
     routes = (TableDP(entry_windows), Enumerate3D(entry_windows), Line(entry_windows),
               BlockGibbs(entry_windows))
 

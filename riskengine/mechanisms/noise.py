@@ -43,6 +43,7 @@ from ..inference import windows as win
 from ..inference.enumerate_3d import Enumerate3D
 from ..inference.line import Line
 from ..inference.linked import LinkedDP
+from ..inference.linked_gibbs import LinkedGibbs
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import count_table
@@ -290,7 +291,7 @@ class NoisyCounts(Mechanism):
     aliases = ("noise",)
     windows = staticmethod(entry_windows)
     windows_truncated = True
-    set_routes = (LinkedDP(),)
+    set_routes = (LinkedDP(), LinkedGibbs())
     routes = (_NoiseDP(entry_windows), _Noise3D(entry_windows), _NoiseLine(entry_windows))
 
     def __init__(self, distribution: str = "geometric", scale: float = 1.0, clip: bool = False):

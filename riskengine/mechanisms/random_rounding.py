@@ -32,6 +32,7 @@ from ..inference.enumerate_3d import Enumerate3D
 from ..inference.gibbs import BlockGibbs
 from ..inference.line import Line
 from ..inference.linked import LinkedDP
+from ..inference.linked_gibbs import LinkedGibbs
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import count_table
@@ -75,7 +76,7 @@ class RandomRounding(Mechanism):
     additive = False            # rounded totals are not the sums of the rounded cells
     aliases = ("randomrounding",)
     windows = staticmethod(entry_windows)
-    set_routes = (LinkedDP(),)
+    set_routes = (LinkedDP(), LinkedGibbs())
     routes = (TableDP(entry_windows), Enumerate3D(entry_windows), Line(entry_windows),
               BlockGibbs(entry_windows))
 

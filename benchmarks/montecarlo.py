@@ -5,7 +5,10 @@ Run:  python benchmarks/montecarlo.py [--quick] [--markdown]
 Where the exact table DP also runs, both are timed and compared: the largest difference
 of a cell probability, and the largest difference of a cell's posterior mean in units of
 its MCSE.  Beyond the exact frontier (8 x 6, cell mean 15: the ordinary agency table)
-only the Monte Carlo route answers; its time and arviz diagnostics are reported.
+only the Monte Carlo route answers; its time and arviz diagnostics are reported.  The
+resampling cases (bootstrap, binomial) run their own Monte Carlo route ``mcmc`` (pairs
+of cells redrawn with the exact joint likelihood), beside the per-cell approximation;
+``--only bootstrap --only binomial`` runs just those.
 JIT compile (or cache load) is measured once on a tiny table and reported apart.
 """
 
@@ -31,6 +34,10 @@ def _release(kind, shape, lam, seed):
     t = rk.Table(rng.poisson(lam, size=shape), dims=dims)
     if kind == "margins":
         return t, rk.MarginsOnly().protect(t)
+    if kind == "bootstrap":                       # issue 17 item 5: resampling, n ~ 700
+        return t, rk.Bootstrap(M=3, S=2.0).protect(t, rng)
+    if kind == "binomial":
+        return t, rk.BinomialPerturbation(S=2.0).protect(t, rng)
     base = int(kind.split("_")[1])
     return t, rk.ControlledRounding(base, method="optimal").protect(t, rng)
 
@@ -50,7 +57,13 @@ CASES = [  # (kind, shape, mean, exact too)
     ("rounding_5", (20, 30), 10, False),
     ("margins", (10, 10), 20, False),
     ("margins", (10, 10, 5), 20, False),
+    # issue 17 item 5: resampling beyond the joint route (route mcmc, exact joint likelihood)
+    ("bootstrap", (8, 6), 15, False),
+    ("binomial", (8, 6), 15, False),
 ]
+
+#: the Monte Carlo route of each kind (the resampling mechanisms' is "mcmc")
+MC_ROUTE = {"bootstrap": "mcmc", "binomial": "mcmc"}
 
 #: how the cost grows: n x (3n/2) tables, mean 10, rounded to base 5
 SCALING = [(4, 6), (8, 12), (12, 18), (16, 24), (20, 30), (24, 36)]
@@ -195,6 +208,8 @@ def main(argv=None):
     ap.add_argument("--only-validate", action="store_true")
     ap.add_argument("--scaling", action="store_true",
                     help="only the growth of the cost with the table's size")
+    ap.add_argument("--only", metavar="KIND", action="append", default=None,
+                    help="only the CASES of this kind (repeatable), e.g. --only bootstrap")
     args = ap.parse_args(argv)
     if args.scaling:
         scaling(args.markdown)
@@ -213,17 +228,24 @@ def main(argv=None):
     print(f"warm-up (JIT compile or cache load, tiny table): {time.perf_counter() - t0:.2f} s")
     rows = []
     for kind, shape, lam, exact in CASES:
-        if args.quick and not exact:
+        if args.quick and not exact or args.only and kind not in args.only:
             continue
         t, rel = _release(kind, shape, lam, 7)
+        route = MC_ROUTE.get(kind, "gibbs")
+        if route != "gibbs":                   # compile / cache load of its kernels, apart
+            _, tiny = _release(kind, (2, 3), 4, 0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rk.posterior(tiny, route=route, mcmc=rk.MonteCarlo(2, 5, 20))
         t0 = time.perf_counter()
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
-            mc = rk.posterior(rel, route="gibbs", count=False)
+            mc = rk.posterior(rel, route=route, count=False)
         t_mc = time.perf_counter() - t0
         dg = mc.diagnostics.attrs
         row = {"case": f"{kind.replace('_', ' base ')}", "size": "x".join(map(str, shape)) +
-               f", mean {lam}", "gibbs s": f"{t_mc:.1f}", "max R-hat": f"{dg['max_rhat']:.4f}",
+               f", mean {lam}", "gibbs s": f"{t_mc:.1f}", "route": route,
+               "max R-hat": f"{dg['max_rhat']:.4f}",
                "s per 1000 ESS": f"{1000 * t_mc / dg['min_ess_bulk']:.2f}",
                "min ESS bulk / tail": f"{dg['min_ess_bulk']:.0f} / {dg['min_ess_tail']:.0f}",
                "warnings": str(len(w)),
@@ -239,6 +261,17 @@ def main(argv=None):
                 mc.diagnostics["mcse_mean"].values, 1e-12)
             row["max |mean diff| / MCSE"] = f"{z.max():.2f}"
             row["E[exact disclosures]"] += f" (exact {float(ex.prob_exact(t).sum()):.2f})"
+        elif route == "mcmc":
+            r, why = select_route(rel, rk.priors.Uniform())
+            row["exact s"] = "joint route refused: " + why.split("joint: ")[1].split(";")[0]
+            row["case"] += f" (n = {int(t.values.sum())}, {rel.mechanism.describe()})"
+            row["auto"] = r.name
+            row["fallbacks"] = mc.attrs["exact_fallbacks"]
+            cells = rk.posterior(rel, route="cells", count=False)
+            row["max |mean mcmc - cells|"] = \
+                f"{np.abs(mc.mean().values - cells.mean().values).max():.2f}"
+            row["E[exact disclosures]"] += \
+                f" (cells route {float(cells.prob_exact(t).sum()):.2f})"
         else:
             try:
                 r, _ = select_route(rel, rk.priors.Uniform(),

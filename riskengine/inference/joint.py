@@ -18,7 +18,8 @@ cell lies in its allowed set and its prior's support, with a finite joint log-li
 they are enumerated cell by cell (partial sums pruned by what the remaining cells can
 reach).  The route applies when the work (candidates x the cost of one likelihood) is
 below :data:`MAX_WORK`; ``route="auto"`` then takes it, and otherwise the next route (the
-per-cell approximation).
+Monte Carlo route with the same exact likelihood, :mod:`.joint_mcmc`, then the per-cell
+approximation).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ..mechanisms._base import Cost, Route
 from ..table import default_margins
 from . import _label
 
-__all__ = ["MAX_WORK", "Group", "JointEnumeration", "JointModel"]
+__all__ = ["MAX_WORK", "Group", "JointEnumeration", "JointModel", "group_windows"]
 
 #: estimated inner-loop steps (candidates x one likelihood's DP) the route takes on; the
 #: estimates run at 2-5e8 per second on this 2-core machine (2 x 3 to 3 x 4 tables), so
@@ -56,13 +57,17 @@ class Group:
     ``allowed``: bool ``(len(cells), total + 1)``, the values each cell can take given the
     release; ``loglik(X) -> (C,)``: the exact log-likelihood of the release's part on these
     cells given each row of ``X`` (C, len(cells)) (-inf: impossible); ``cost``: inner-loop
-    steps of one likelihood evaluation (the route's time estimate)."""
+    steps of one likelihood evaluation (the route's time estimate); ``factors(vlo, V) ->
+    SumFactors``: the same likelihood as per-cell factors of laws of sums, for the values
+    ``vlo[c] .. vlo[c] + V - 1`` of each cell (the Markov chain's incremental form,
+    :mod:`.joint_mcmc`; None: no chain for this group)."""
 
     cells: np.ndarray
     total: int
     allowed: np.ndarray
     loglik: Callable
     cost: float
+    factors: Callable | None = None
 
 
 @dataclass(frozen=True)
@@ -100,32 +105,13 @@ class JointEnumeration(Route):
         return m
 
     # --- supports and sizes ---------------------------------------------------------------
-    @staticmethod
-    def _prior_lw(release, prior, width: int) -> np.ndarray:
-        """Prior log-weights of the values 0..width-1 of every cell, flat (cells, width)."""
-        shape = tuple(release.shape)
-        vals = np.broadcast_to(np.arange(width, dtype=np.int64), shape + (width,))
-        if prior.cell_invariant:
-            lw = np.broadcast_to(prior.log_weights(vals[(0,) * len(shape)][None]), shape
-                                 + (width,))
-        else:
-            lw = prior.log_weights(vals, release.dims, release.coords)
-        return np.asarray(lw).reshape(-1, width)
-
     def _windows(self, release, prior):
         """Per group: the allowed values of each cell within the prior's support (bool
         (K, total + 1)) and the prior log-weights there."""
         model = self._get(release)
         if model.refusal:
             return model, None
-        width = max(g.total for g in model.groups) + 1
-        lw = self._prior_lw(release, prior, width)
-        out = []
-        for g in model.groups:
-            glw = lw[g.cells, :g.total + 1]
-            ok = g.allowed & np.isfinite(glw)
-            out.append((ok, np.where(ok, glw, -np.inf)))
-        return model, out
+        return model, group_windows(model, release, prior)
 
     @staticmethod
     def _n_tables(ok: np.ndarray, total: int) -> float:
@@ -257,6 +243,32 @@ class JointEnumeration(Route):
         for g, (ok, glw) in zip(model.groups, wins):
             n *= len(self._enumerate(g, ok, glw).X)
         return n
+
+
+def _prior_lw(release, prior, width: int) -> np.ndarray:
+    """Prior log-weights of the values 0..width-1 of every cell, flat (cells, width)."""
+    shape = tuple(release.shape)
+    vals = np.broadcast_to(np.arange(width, dtype=np.int64), shape + (width,))
+    if prior.cell_invariant:
+        lw = np.broadcast_to(prior.log_weights(vals[(0,) * len(shape)][None]), shape
+                             + (width,))
+    else:
+        lw = prior.log_weights(vals, release.dims, release.coords)
+    return np.asarray(lw).reshape(-1, width)
+
+
+def group_windows(model: JointModel, release, prior) -> list:
+    """Per group of ``model``: ``(ok, glw)``, the values each cell can take given the release
+    and within the prior's support (bool (K, total + 1)) and their prior log-weights
+    (-inf elsewhere)."""
+    width = max(g.total for g in model.groups) + 1
+    lw = _prior_lw(release, prior, width)
+    out = []
+    for g in model.groups:
+        glw = lw[g.cells, :g.total + 1]
+        ok = g.allowed & np.isfinite(glw)
+        out.append((ok, np.where(ok, glw, -np.inf)))
+    return out
 
 
 def _total(release, model, parts, weights, keep) -> tuple:

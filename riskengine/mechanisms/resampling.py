@@ -36,8 +36,15 @@ published value the rounded average.  Binomial: the truncated binomial.  This tr
 the cells as independent: it ignores that they share n and the whole-table
 regeneration (bootstrap) and leaves out the compensation stage (binomial); its
 error against the exact joint posterior is measured in ``studies/resampling``.
-``route="auto"`` takes ``joint`` when it fits and ``cells`` otherwise; a ``cells``
-posterior says so in ``attrs["approximation"]``.
+``mcmc`` (Monte Carlo, ``riskengine.inference.joint_mcmc``): beyond the joint route's
+limit, a Markov chain over the same candidates targeting prior x the same exact joint
+likelihood (pairs of cells redrawn from their exact conditional, the likelihood kept as
+per-cell factors of laws of sums so a pair costs a fraction of one likelihood), with
+arviz diagnostics.
+
+``route="auto"`` takes ``joint`` when it fits, ``mcmc`` when its estimated time is below
+``joint_mcmc.MAX_SECONDS``, and ``cells`` otherwise; a ``cells`` posterior says so in
+``attrs["approximation"]``.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ import numbers
 
 import numpy as np
 from scipy import stats
+from scipy.special import gammaln, logsumexp
 
 from kernels import multinomial_box as mbox
 from kernels._jit import threads_for
@@ -53,6 +61,7 @@ from kernels._jit import threads_for
 from .. import _validate as V
 from ..inference.cells import CellWindows, IndependentCells
 from ..inference.joint import Group, JointEnumeration, JointModel
+from ..inference.joint_mcmc import JointMCMC, SumFactors
 from ..release import Release
 from ..table import count_table
 from ._base import Mechanism, register
@@ -114,7 +123,8 @@ class _Resampling(Mechanism):
     """Shared per-cell likelihood of the resampling mechanisms."""
 
     additive = True
-    routes = (JointEnumeration(_joint_model), IndependentCells(_cell_windows))
+    routes = (JointEnumeration(_joint_model), JointMCMC(_joint_model),
+              IndependentCells(_cell_windows))
     #: what the per-cell route leaves out (``attrs["approximation"]`` of its posteriors)
     _cells_note = ""
 
@@ -174,6 +184,11 @@ class _Resampling(Mechanism):
         """Inner-loop steps of one :meth:`_group_loglik` (quality intervals <= ``width``)."""
         raise NotImplementedError             # pragma: no cover
 
+    def _group_factors(self, P, n: int, vlo, V: int) -> SumFactors:
+        """:meth:`_group_loglik` of one group as per-cell factors of laws of sums, for the
+        values ``vlo[c] .. vlo[c] + V - 1`` of each cell (the Monte Carlo route)."""
+        raise NotImplementedError             # pragma: no cover
+
     def log_likelihood(self, release, originals) -> np.ndarray:
         """Exact log Pr(``release`` | original table), for one original or a stack
         ``(..., *table shape)``; -inf where impossible (an original whose totals differ from
@@ -221,7 +236,9 @@ class _Resampling(Mechanism):
             Pg = P[cells].copy()
             groups.append(Group(cells=np.asarray(cells), total=n, allowed=allowed,
                                 loglik=lambda X, Pg=Pg, n=n: self._group_loglik(Pg, n, X),
-                                cost=self._group_cost(n, width, len(cells))))
+                                cost=self._group_cost(n, width, len(cells)),
+                                factors=lambda vlo, V, Pg=Pg, n=n:
+                                self._group_factors(Pg, n, vlo, V)))
         return JointModel(tuple(groups))
 
     def _margins_needed(self, dims) -> tuple:
@@ -347,6 +364,38 @@ class Bootstrap(_Resampling):
         Mw = self.M * (width + 1)                # a cell's Y range in the quality region
         return float(K * min(n * self.M + 1, K * Mw) * (Mw + self.M))
 
+    def _group_factors(self, P, n, vlo, V):
+        """Law 0: the published box, law 1: the quality region, both of Y ~ multinomial(nM,
+        x/n) read at N = nM (as :meth:`_group_loglik`), without the common factor N! / N^N:
+        cells y log(N x/n) - log y! = y log(M x) - log y! on their box (x = 0: y = 0), the
+        Poisson(M x) shape, so that the laws of partial sums peak where the readout is."""
+        M, N = self.M, n * self.M
+        v = np.asarray(vlo, np.int64)[:, None] + np.arange(V)
+        pos = v > 0
+        lo, hi = quality_interval(np.minimum(v, n), max(n, 1), self.S)
+
+        def first(k):
+            return (M * (2 * k - 1) + 1) // 2
+
+        Pc = np.asarray(P, np.int64)[:, None]
+        qa = np.where(pos, first(lo), 0)
+        qb = np.where(pos, first(hi + 1) - 1, 0)
+        a = np.stack([np.where(pos, np.maximum(first(Pc), qa), 0), qa]).clip(0, N)
+        b = np.stack([np.where(pos, np.minimum(first(Pc + 1) - 1, qb), 0), qb]).clip(None, N)
+        wlen = np.maximum(b - a + 1, 0)
+        ok = (v <= n) & (wlen > 0).all(axis=0) & ~(~pos & (Pc != 0)) & \
+            ~(pos & ((Pc < lo) | (Pc > hi)))
+        wlen = np.where(ok, wlen, 0)
+        W = max(int(wlen.max()), 1)
+        y = a[..., None] + np.arange(W)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logp = np.log(M * np.maximum(v, 1.0))
+            ylp = np.where(pos[..., None], y * logp[..., None], 0.0)
+        wlog = np.where(np.arange(W) < wlen[..., None], ylp - gammaln(y + 1.0), -np.inf)
+        zero = np.zeros(v.shape, np.int64)
+        return SumFactors(off=a, wlen=wlen, wlog=wlog, ok=ok, lo_t=zero, hi_t=zero, mode=0,
+                          N=N, n=n, cap=(N, N), rlo=(N, N), rhi=(N, N))
+
     def _n_for_cells(self, release):
         if () not in release.margins:
             raise ValueError("a bootstrap release must publish the original grand total n "
@@ -462,6 +511,69 @@ class BinomialPerturbation(_Resampling):
 
     def _group_cost(self, n, width, K):
         return float(K * K * width * width / 2 + 2 * K * width)
+
+    def _group_factors(self, P, n, vlo, V):
+        """Law 0: the first-stage tables with units removed (x' in [z, u], weight tb(x')
+        C(x' - l, x' - z)), read at S' >= n; law 1: units added (x' in [l, z], weight tb(x')
+        C(u - x', z - x')), read at S' < n (``kernels/multinomial_box.py``); each tilted
+        to peak at x' = z."""
+        v = np.asarray(vlo, np.int64)[:, None] + np.arange(V)
+        z = np.asarray(P, np.int64)[:, None]
+        pos = v > 0
+        vv = np.minimum(v, n)
+        lo, hi = quality_interval(vv, max(n, 1), self.S)
+        lo, hi = np.where(pos, lo, 0), np.where(pos, hi, 0)
+        ok = (v <= n) & np.where(pos, (lo <= z) & (z <= hi), z == 0)
+        Wq = max(int((hi - lo)[ok].max()) + 1, 1) if ok.any() else 1
+        t = lo[..., None] + np.arange(Wq)                       # first-stage values
+        inq = (np.arange(Wq) <= (hi - lo)[..., None]) & ok[..., None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = (np.maximum(vv, 1) / max(n, 1))[..., None]
+            tb = np.where(inq, stats.binom.logpmf(t, n, p), -np.inf)
+            tb = np.where(pos[..., None], tb, np.where(np.arange(Wq) == 0, 0.0, -np.inf))
+            tb = tb - logsumexp(tb, axis=-1, keepdims=True)
+        tb = np.where(inq, tb, -np.inf)
+        zc = np.broadcast_to(z, v.shape)
+        # law 0: x' = z + i, i = 0 .. u - z; law 1: x' = l + i, i = 0 .. z - l
+        len0 = np.where(ok, hi - zc + 1, 0)
+        len1 = np.where(ok, zc - lo + 1, 0)
+        W = max(int(max(len0.max(), len1.max())), 1)
+        i = np.arange(W)
+        x0 = zc[..., None] + i
+        x1 = lo[..., None] + i
+        tb0 = np.take_along_axis(tb, np.clip(x0 - lo[..., None], 0, Wq - 1), axis=-1)
+        tb1 = np.take_along_axis(tb, np.clip(x1 - lo[..., None], 0, Wq - 1), axis=-1)
+        w0 = tb0 + _log_choose(x0 - lo[..., None], x0 - zc[..., None])
+        w1 = tb1 + _log_choose(hi[..., None] - x1, zc[..., None] - x1)
+        w0 = np.where(i < len0[..., None], w0, -np.inf)
+        w1 = np.where(i < len1[..., None], w1, -np.inf)
+        # tilts exp(tilt x S'): the readout weighs law 0 at S' = n + k by 1 / C(S' - L, k)
+        # and law 1 at S' = n - 1 - k by 1 / C(U - S', k + 1); the steepest tilts that keep
+        # exp(-tilt (S' - S_ref)) / C(...) <= 1 over the sums the laws reach (L, U of the
+        # original equal to the published table) bring the laws' peaks to the sums read
+        zr = np.asarray(P, np.int64)
+        lz, hz = quality_interval(zr, max(n, 1), self.S)
+        Lr = int(np.where(zr > 0, lz, 0).sum())
+        Ur = int(np.where(zr > 0, hz, 0).sum())
+        top = int(np.where(ok, hi, 0).max(axis=1).sum())
+        bot = int(np.where(ok, lo, n).min(axis=1).sum())
+        k = np.arange(1, max(top - n, 0) + 1)
+        ta = -float((_log_choose(n + k - Lr, k) / k).min()) if k.size else 0.0
+        k = np.arange(1, max(n - 1 - bot, 0) + 1)
+        tb_ = float((_log_choose(Ur - (n - 1 - k), k + 1) / k).min()) if k.size else 0.0
+        tilt = (ta if np.isfinite(ta) else 0.0, tb_ if np.isfinite(tb_) else 0.0)
+        wlog = np.stack([w0 + tilt[0] * x0, w1 + tilt[1] * x1])
+        off = np.stack([np.where(ok, zc, 0), np.where(ok, lo, 0)])
+        return SumFactors(off=off, wlen=np.stack([len0, len1]), wlog=wlog, ok=ok,
+                          lo_t=np.where(ok, lo, 0), hi_t=np.where(ok, hi, 0), mode=1, N=0,
+                          n=n, cap=(-1, n - 1), rlo=(n, 0), rhi=(1 << 62, n - 1), tilt=tilt)
+
+
+def _log_choose(a, b):
+    """log C(a, b) elementwise (-inf outside 0 <= b <= a)."""
+    good = (b >= 0) & (b <= a)
+    a, b = np.where(good, a, 0), np.where(good, b, 0)
+    return np.where(good, gammaln(a + 1.0) - gammaln(b + 1.0) - gammaln(a - b + 1.0), -np.inf)
 
 
 def _perturb_group(x: np.ndarray, S: float, rng: np.random.Generator) -> np.ndarray:

@@ -15,7 +15,7 @@ import xarray as xr
 
 from . import _budget
 from . import _validate as V
-from .mechanisms._base import MonteCarlo, run_count, run_posterior
+from .mechanisms._base import Mechanism, MonteCarlo, run_count, run_posterior
 from .priors import Prior, Uniform
 from .release import Release
 from .release_set import ReleaseSet
@@ -64,6 +64,9 @@ class Posterior:
         #: a release set's posterior: per release, the posterior of its own cells (and
         #: totals) given the whole set; empty for a single release
         self.releases: tuple = ()
+        #: a posterior over candidate mechanisms (``candidates=``): each one's posterior
+        #: probability; empty otherwise
+        self.mechanism_weights: dict = {}
 
     # --- helpers --------------------------------------------------------------------
     @property
@@ -302,7 +305,8 @@ def _release(release) -> Release | ReleaseSet:
 
 
 def posterior(release, prior: Prior | None = None, *, route: str = "auto", progress=None,
-              count: bool = True, memory=None, mcmc=None) -> Posterior:
+              count: bool = True, memory=None, mcmc=None, candidates=None,
+              weights=None) -> Posterior:
     """Exact posterior of the original table given ``release`` and ``prior``.
 
     Parameters
@@ -325,6 +329,16 @@ def posterior(release, prior: Prior | None = None, *, route: str = "auto", progr
         Settings of the Monte Carlo route when it is the one taken (chains, warm-up,
         draws, seed, threads or a dask ``scheduler``); default ``rk.MonteCarlo()``: 4 chains
         x 1,000 draws after 300 warm-up sweeps, one thread per core.
+    candidates : dict or sequence of mechanisms, optional
+        When the release's parameters are withheld (a p-table's D and V, a rounding base):
+        the mechanisms it may have been made with, ``{label: mechanism}`` (a sequence is
+        labelled by the mechanisms' descriptions); the release's own mechanism is then not
+        used.  The posterior is the mixture of each candidate's exact posterior, weighted
+        by its prior probability times its evidence (how probable the published numbers
+        are under it); a candidate that cannot have produced the release weighs 0.
+        ``post.mechanism_weights`` holds the candidates' posterior probabilities.
+    weights : sequence of float, optional
+        The candidates' prior probabilities (default: equal).
 
     Examples
     --------
@@ -339,8 +353,127 @@ def posterior(release, prior: Prior | None = None, *, route: str = "auto", progr
     """
     if mcmc is not None and not isinstance(mcmc, MonteCarlo):
         raise TypeError(f"mcmc must be an rk.MonteCarlo, got {type(mcmc).__name__}")
+    if candidates is not None:
+        return _mixture(_release(release), _prior(prior), candidates, weights,
+                        route=route, progress=progress, count=count, memory=memory)
+    if weights is not None:
+        raise ValueError("weights= are the prior probabilities of candidates=; give both")
     return run_posterior(_release(release), _prior(prior), route=route, progress=progress,
                          count=count, memory=memory, mcmc=mcmc)
+
+
+def _mixture(release, prior, candidates, weights, **kw) -> Posterior:
+    """The posterior over the original and the mechanism (see :func:`posterior`)."""
+    if not isinstance(release, Release):
+        raise TypeError("candidates= takes one rk.Release (not a set of releases)")
+    if isinstance(candidates, dict):
+        labels, mechs = [str(k) for k in candidates], list(candidates.values())
+    else:
+        mechs = list(candidates)
+        labels = [getattr(m, "describe", lambda m=m: repr(m))() for m in mechs]
+    if not mechs:
+        raise ValueError("candidates= needs at least one mechanism")
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"candidate labels must differ, got {labels}")
+    for lab, m in zip(labels, mechs):
+        if not isinstance(m, Mechanism):
+            raise TypeError(f"candidate {lab!r} is a {type(m).__name__}, not a mechanism")
+    if weights is None:
+        w = np.full(len(mechs), 1.0 / len(mechs))
+    else:
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (len(mechs),) or not np.all(np.isfinite(w)) or (w < 0).any() \
+                or w.sum() <= 0:
+            raise ValueError(f"weights must be {len(mechs)} nonnegative numbers, not all 0 "
+                             f"(one per candidate), got {weights!r}")
+        w = w / w.sum()
+    posts, logs, why = [], [], {}
+    for lab, m, wk in zip(labels, mechs, w):
+        if wk == 0:
+            posts.append(None)
+            logs.append(-np.inf)
+            continue
+        try:
+            rel = Release(release.published, margins=dict(release.margins), mechanism=m,
+                          dims=release.dims, coords=release.coords, kind=release.kind,
+                          groups=release.groups or None, subtotals=release.subtotals or None)
+        except ValueError as e:              # this mechanism cannot have made the release
+            posts.append(None)
+            logs.append(-np.inf)
+            why[lab] = str(e)
+            continue
+        try:
+            post = run_posterior(rel, prior, **kw)
+        except ValueError as e:
+            if not str(e).startswith("no original table"):
+                raise
+            posts.append(None)
+            logs.append(-np.inf)
+            why[lab] = str(e)
+            continue
+        if not np.isfinite(post.log_evidence):
+            raise ValueError(f"candidate {lab!r} was answered by route "
+                             f"{post.attrs.get('route')!r}, which gives no evidence (Monte "
+                             "Carlo); the mixture over mechanisms needs each candidate's "
+                             "exact evidence")
+        posts.append(post)
+        logs.append(np.log(wk) + post.log_evidence)
+    logs = np.array(logs)
+    if not np.isfinite(logs).any():
+        detail = "; ".join(f"{k}: {v}" for k, v in why.items())
+        raise ValueError(f"no candidate mechanism can have produced this release ({detail})")
+    top = logs.max()
+    pi = np.exp(logs - top)
+    pi /= pi.sum()
+    keep = [k for k in range(len(mechs)) if pi[k] > 0]
+    parts = [posts[k] for k in keep]
+    start, probs = _mix([(p.start, p.probs) for p in parts], pi[keep])
+    routes = sorted({p.attrs.get("route", "") for p in parts})
+    approx = "; ".join(sorted({p.attrs["approximation"] for p in parts
+                               if p.attrs.get("approximation")}))
+    attrs = {"method": f"mixture over {len(mechs)} candidate mechanisms",
+             "prior": prior.describe(),
+             "mechanism": "one of: " + " | ".join(f"{lab} = {m.describe()}"
+                                                  for lab, m in zip(labels, mechs)),
+             "route": "mixture(" + ", ".join(routes) + ")",
+             "mechanism_weights": "; ".join(f"{lab}: {p:.6g}" for lab, p in zip(labels, pi)),
+             "n_candidates_note": "a mixture over mechanisms does not count candidates"}
+    if approx:
+        attrs["approximation"] = approx
+    samplers = [p._sampler for p in parts]
+
+    def sampler(n, rng):
+        counts = rng.multinomial(n, pi[keep])
+        out = np.concatenate([np.asarray(s(int(c), rng)) for s, c in zip(samplers, counts)
+                              if c > 0])
+        return out[rng.permutation(n)]
+
+    post = Posterior(start=start, probs=probs, dims=release.dims, coords=release.coords,
+                     published=release.published,
+                     log_evidence=float(top + np.log(np.exp(logs - top).sum())), attrs=attrs,
+                     sampler=sampler if all(s is not None for s in samplers) else None)
+    for keep_dims in set.intersection(*[set(p.totals) for p in parts]) if parts else ():
+        tot = [p.totals[keep_dims] for p in parts]
+        s0, p0 = _mix([(t.start, t.probs) for t in tot], pi[keep])
+        post.totals[keep_dims] = Posterior(start=s0, probs=p0, dims=tot[0].dims,
+                                           coords=tot[0].coords, published=tot[0].published,
+                                           attrs=dict(tot[0].attrs))
+    post.mechanism_weights = dict(zip(labels, (float(p) for p in pi)))
+    return post
+
+
+def _mix(windows, pis):
+    """The mixture ``sum_k pis[k] * windows[k]`` of per-cell windows ``(start, probs)``."""
+    start = np.min([s for s, _ in windows], axis=0)
+    end = np.max([s + p.shape[-1] for s, p in windows], axis=0)
+    W = int((end - start).max())
+    probs = np.zeros(start.shape + (W,))
+    grid = np.indices(start.shape)
+    for (s, p), pk in zip(windows, pis):
+        off = s - start
+        for j in range(p.shape[-1]):
+            probs[(*grid, off + j)] += pk * p[..., j]
+    return start, probs
 
 
 def count_candidates(release, prior: Prior | None = None, *, route: str = "auto",

@@ -95,6 +95,35 @@ def _warmup_grouped(table, priors_, rng) -> str:
     return "margins-only 3 x 3, rows in 2 groups: route grouped-dp"
 
 
+def _warmup_sets(table, priors_, rng) -> str:
+    """The routes for sets of releases (rk.ReleaseSet): one release of every mechanism that
+    has them, twice (the same records published twice), exactly and by short chains."""
+    import copy
+
+    from .._budget import budget
+    from ..mechanisms import REGISTRY
+    from ..posterior import posterior
+    from ..release_set import ReleaseSet
+    ran = set()
+    for name, cls in sorted(REGISTRY.items()):
+        if not cls.set_routes:
+            continue
+        mech = cls.from_config(dict(_WARMUP_PARAMS.get(name, {})), shape=table.shape,
+                               dims=table.dims)
+        rel = mech.protect(table, rng)
+        both = ReleaseSet([rel, rel])
+        for prior in priors_:
+            for route in cls.set_routes:
+                if not route.exact:
+                    short = copy.copy(route)
+                    short.draws = short.warmup = 20
+                    short.run(both, prior, count=False, memory=budget())
+                else:
+                    posterior(both, prior, route=route.name, count=False).sample(3, rng)
+                ran.add(route.name)
+    return "routes " + ", ".join(sorted(ran))
+
+
 def cmd_warmup(args) -> int:
     import warnings
 
@@ -115,11 +144,14 @@ def cmd_warmup(args) -> int:
     with watch_compiles() as watch, warnings.catch_warnings():
         warnings.simplefilter("ignore")     # tiny Monte Carlo runs do not converge: no matter
         steps = [(name, cls) for name, cls in sorted(REGISTRY.items()) if cls.routes]
-        steps += [("grouped subtotals", "grouped"), ("count estimate (SIS)", "sis")]
+        steps += [("grouped subtotals", "grouped"), ("release sets", "sets"),
+                  ("count estimate (SIS)", "sis")]
         for name, cls in steps:
             t0, before = time.perf_counter(), dict(watch.seconds)
             if cls == "grouped":
                 what = _warmup_grouped(tables[0], priors_, rng)
+            elif cls == "sets":
+                what = _warmup_sets(tables[0], priors_, rng)
             elif cls == "sis":
                 from ..mechanisms.margins_only import MarginsOnly
                 estimate_count(MarginsOnly().protect(tables[0]), n=200)

@@ -434,4 +434,31 @@ def read_table(path, format: str | None = None, **kwargs) -> Table:
     first = rows[0][0].strip()
     # wide form is marked by its corner cell: empty, or "row\\column" naming the dims
     wide = first == "" or "\\" in first
-    return read_csv_wide(path, **kwargs) if wide else read_csv_long(path, **kwargs)
+    if wide:
+        return read_csv_wide(path, **kwargs)
+    try:
+        return read_csv_long(path, **kwargs)
+    except ValueError as long_error:
+        # pandas writes a crosstab with the row dim's name in the corner: every entry after
+        # the first column a number, which a long table's label columns rarely are all
+        if not _numbers_after_first(rows) or "dims" in kwargs or "value" in kwargs:
+            raise
+        try:
+            return read_csv_wide(path, dims=(first, "column"),
+                                 **{k: v for k, v in kwargs.items() if k == "margins"})
+        except ValueError:
+            raise long_error from None
+
+
+def _numbers_after_first(rows) -> bool:
+    """Every entry of every data row after the first column is a number (and there are
+    at least two such columns)."""
+    if len(rows[0]) < 3 or len(rows) < 2:
+        return False
+    for r in rows[1:]:
+        for x in r[1:]:
+            try:
+                float(x.strip())
+            except ValueError:
+                return False
+    return True

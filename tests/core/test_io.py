@@ -66,3 +66,20 @@ def test_tidy_writes_the_decimals_of_decimal_sums(rng=None):
         assert tidy(sums).tolist() == exact
     assert tidy(np.array([3, 4])).dtype.kind == "i"
     assert np.isnan(tidy([np.nan, 1.0])[0])
+
+
+def test_a_pandas_crosstab_with_the_row_name_in_the_corner_reads_as_wide(tmp_path):
+    """pandas writes a crosstab with the row dim's name in the corner cell (the column
+    dim's name is lost): read as wide, dims (that name, "column"); a long table whose
+    labels are all numbers stays long."""
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"region": ["A", "A", "B", "B", "C"], "age": ["y", "o", "y", "o", "y"]})
+    pd.crosstab(df.region, df.age).to_csv(tmp_path / "ct.csv")
+    t = rk.read_table(tmp_path / "ct.csv")
+    assert t.dims == ("region", "column")
+    assert t.coords == {"region": ["A", "B", "C"], "column": ["o", "y"]}
+    assert t.values.tolist() == [[1, 1], [1, 1], [0, 1]]
+    (tmp_path / "long.csv").write_text("year,age,count\n2020,30,5\n2020,40,6\n2021,30,7\n"
+                                       "2021,40,8\n")
+    t = rk.read_table(tmp_path / "long.csv")
+    assert t.dims == ("year", "age") and t.values.tolist() == [[5, 6], [7, 8]]

@@ -38,8 +38,34 @@ def _release(kind, shape, lam, seed):
         return t, rk.Bootstrap(M=3, S=2.0).protect(t, rng)
     if kind == "binomial":
         return t, rk.BinomialPerturbation(S=2.0).protect(t, rng)
+    if kind == "set_cellkey":                     # issue 18: a region split in two
+        return _split_set(shape, lam, rng)
     base = int(kind.split("_")[1])
     return t, rk.ControlledRounding(base, method="optimal").protect(t, rng)
+
+
+def _split_set(shape, lam, rng):
+    """Records of an R x C table (the last region split into two parts in the finest
+    table), cell key protection of the split table and the whole one: the finest truth and
+    the rk.ReleaseSet of both."""
+    R, C = shape
+    fine = [f"R{i}" for i in range(R - 1)] + [f"R{R - 1}a", f"R{R - 1}b"]
+    ages = [f"a{j}" for j in range(C)]
+    counts = rng.poisson(lam, size=(R + 1, C))
+    counts[-1] = rng.poisson(max(1, lam // 5), size=C)        # the small part
+    region = np.repeat(np.repeat(fine, C), counts.ravel())
+    age = np.repeat(np.tile(ages, R + 1), counts.ravel())
+    n = region.size
+    rec = {"region": region, "age": age, "record_key": rk.CellKey.record_keys(n, rng)}
+    last = f"R{R - 1}"
+    whole = {**rec, "region": np.where(np.char.startswith(region.astype(str), last), last,
+                                       region)}
+    ck = rk.CellKey(D=2, V=1.0)
+    a = ck.protect_records(rec, ("region", "age"), categories={"region": fine, "age": ages})
+    b = ck.protect_records(whole, ("region", "age"),
+                           categories={"region": [f"R{i}" for i in range(R)], "age": ages})
+    truth = rk.Table(counts, dims=("region", "age"), coords={"region": fine, "age": ages})
+    return truth, rk.ReleaseSet([a, b], groups={"region": {last: fine[-2:]}})
 
 
 def _pmf(post, lo, hi):
@@ -60,6 +86,9 @@ CASES = [  # (kind, shape, mean, exact too)
     # issue 17 item 5: resampling beyond the joint route (route mcmc, exact joint likelihood)
     ("bootstrap", (8, 6), 15, False),
     ("binomial", (8, 6), 15, False),
+    # issue 18: two tables of the same records (8 regions x 6 ages, one region split in two),
+    # cell key; the linked DP does not fit, the set's Gibbs route answers
+    ("set_cellkey", (8, 6), 15, False),
 ]
 
 #: the Monte Carlo route of each kind (the resampling mechanisms' is "mcmc")
@@ -272,6 +301,13 @@ def main(argv=None):
                 f"{np.abs(mc.mean().values - cells.mean().values).max():.2f}"
             row["E[exact disclosures]"] += \
                 f" (cells route {float(cells.prob_exact(t).sum()):.2f})"
+        elif kind.startswith("set"):
+            r, why = select_route(rel, rk.priors.Uniform())
+            row["exact s"] = "linked-dp passed over: " + why.split("linked-dp: ")[1].split(
+                ";")[0]
+            row["case"] = "release set, cell key D=2 V=1"
+            row["size"] = (f"{shape[0]}x{shape[1]} + region split ({rel.shape[0]}x"
+                           f"{rel.shape[1]} finest), mean {lam}")
         else:
             try:
                 r, _ = select_route(rel, rk.priors.Uniform(),

@@ -199,6 +199,13 @@ class ReleaseSet:
             for m in members:
                 if m not in out:          # a member no table shows alone: still a category
                     out.append(m)
+        seen = {}
+        for label in out:                 # 1 and "1" would be two categories: refuse
+            other = seen.setdefault(str(label), label)
+            if other is not label and type(other) is not type(label):
+                raise ValueError(f"dim {d!r} has the labels {other!r} and {label!r} in "
+                                 "different releases: labels match exactly, so they would be "
+                                 "two categories; give both releases the same labels")
         return out
 
     def _label_cells(self, r: Release, d: str) -> list:

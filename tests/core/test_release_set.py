@@ -70,6 +70,8 @@ def test_a_list_of_releases_is_a_set():
                            groups={"r": {"A": ["A1", "A1"]}}), "twice"),
     (lambda: rk.ReleaseSet([_rel([[1, 2]], (["A"], ["x", "y"]))],
                            groups={"r": {"A": ["B"], "B": ["C"]}}), "itself a group"),
+    (lambda: rk.ReleaseSet([_rel([[1, 2]], ([1], ["x", "y"])),
+                            _rel([[1, 2]], (["1"], ["x", "y"]))]), "labels 1 and '1'"),
     (lambda: rk.ReleaseSet([rk.Release(None, margins={("r",): [3, 4]},
                                        mechanism=rk.MarginsOnly(), dims=("r", "c"),
                                        coords={"c": ["x", "y"]})]),

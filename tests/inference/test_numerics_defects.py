@@ -75,11 +75,11 @@ def test_bootstrap_likelihood_far_tail():
 
 
 def test_bootstrap_mode_of_a_large_cell():
-    """3 x 1 table [[0], [861], [114]], M = 4, S = 5, Poisson(1.93): exact mode 802 (log-space
-    reference), not 815."""
+    """3 x 1 table [[0], [861], [114]], M = 4, S = 5, Poisson(1.93): the per-cell route's
+    exact mode 802 (log-space reference), not 815."""
     rel = rk.Release(np.array([[0], [861], [114]]), margins={(): 975},
                      mechanism=rk.Bootstrap(M=4, S=5))
-    post = rk.posterior(rel, rk.priors.Poisson(1.93))
+    post = rk.posterior(rel, rk.priors.Poisson(1.93), route="cells")
     xs = np.arange(600, 1100)
     lw = np.array([ref.bootstrap_log_lik(861, int(x), 975, 4, 5) for x in xs])
     lw = lw + ref.cell_log_prior({"kind": "poisson", "rate": 1.93}, (1, 0), xs)

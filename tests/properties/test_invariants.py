@@ -112,10 +112,21 @@ def test_invariants(name, tab):
     # permuting the dims permutes the posterior (matched by labels)
     post_t = rk.posterior(_transposed(rel), rk.priors.Uniform())
     a, b = post.pmf, post_t.pmf.transpose(*post.pmf.dims)
-    xr.testing.assert_allclose(a.drop_attrs(), b.drop_attrs(), atol=1e-12)
+    if post.attrs.get("approximate"):
+        # Monte Carlo (the seed follows the release's JSON, so the chains differ): the
+        # means agree within 5 combined MCSE (1e-3 where a chain never moved)
+        sa = post.diagnostics["mcse_mean"]
+        sb = post_t.diagnostics["mcse_mean"].transpose(*sa.dims)
+        tol = 5 * np.sqrt(sa.values ** 2 + sb.values ** 2) + 1e-3
+        diff = np.abs(post.mean().values - post_t.mean().transpose(*sa.dims).values)
+        assert (diff <= tol).all(), (diff, tol)
+    else:
+        xr.testing.assert_allclose(a.drop_attrs(), b.drop_attrs(), atol=1e-12)
     assert post_t.n_candidates == post.n_candidates
-    if post.n_candidates is None:                 # unbounded noise: every table a candidate
-        assert "infinitely many" in post.attrs["n_candidates_note"]
+    if post.n_candidates is None:                 # unbounded noise: every table a candidate;
+        note = post.attrs["n_candidates_note"]   # Monte Carlo: draws do not count
+        assert "infinitely many" in note or (post.attrs.get("approximate")
+                                             and "Monte Carlo" in note), note
     # a labelled truth in the other dim order (and another label order) is matched by labels
     swapped = xr.DataArray(T.T[::-1], dims=("w", "v"),
                            coords={"w": t.coords["w"][::-1], "v": t.coords["v"]})

@@ -143,6 +143,20 @@ def describe_release(release) -> dict:
     """What a release publishes, in words: ``{field: text}`` (table, published, totals,
     mechanism)."""
     from .release import Release
+    from .release_set import ReleaseSet
+    if isinstance(release, ReleaseSet):
+        dims = " x ".join(f"{d} ({n})" for d, n in zip(release.dims, release.shape))
+        out = {"table": f"{len(release)} tables of the same records, analysed together; "
+                        f"finest table {dims}"}
+        for i, r in enumerate(release.releases):
+            one = describe_release(r)
+            out[f"table {i + 1}"] = (f"{one['table']}; {one['published']}; totals: "
+                                     f"{one['published totals']}")
+        for d, g in release.groups.items():
+            out[f"groups of {d}"] = "; ".join(f"{k} = {' + '.join(map(str, v))}"
+                                             for k, v in g.items())
+        out["mechanism"] = release.mechanism.describe()
+        return out
     if not isinstance(release, Release):
         raise TypeError(f"release must be an rk.Release, got {type(release).__name__}")
     dims = " x ".join(f"{d} ({n})" for d, n in zip(release.dims, release.shape))

@@ -81,7 +81,35 @@ def release_and_truth(args, command: str) -> tuple:
     else:
         rel = load_release(args.release, args)
         truth_path = args.truth
+    also = getattr(args, "also", None) or []
+    if getattr(args, "group", None) and not also:
+        raise ValueError("--group names categories across tables: give the other releases "
+                         "with --also")
+    if also:
+        from ..release_set import ReleaseSet
+        rel = ReleaseSet([rel] + [load_release(p, args) for p in also],
+                         groups=parse_groups(args.group or []))
+        print(f"riskengine {command}: {len(rel)} releases of the same records together, "
+              f"finest table {' x '.join(f'{d} ({n})' for d, n in zip(rel.dims, rel.shape))}")
     return rel, (read_table(truth_path) if truth_path else None)
+
+
+def parse_groups(specs) -> dict:
+    """``["region:North=N1,N2", ...]`` -> ``{"region": {"North": ["N1", "N2"]}}``."""
+    out: dict = {}
+    for spec in specs:
+        dim, sep, rest = spec.partition(":")
+        label, eq, members = rest.partition("=")
+        parts = [m.strip() for m in members.split(",") if m.strip()]
+        if not sep or not eq or not dim.strip() or not label.strip() or not parts:
+            raise ValueError(f"--group {spec!r}: expected DIM:LABEL=A,B (e.g. "
+                             "region:North=N1,N2)")
+        groups = out.setdefault(dim.strip(), {})
+        if label.strip() in groups:
+            raise ValueError(f"--group {spec!r}: {label.strip()!r} of {dim.strip()!r} is "
+                             "grouped twice")
+        groups[label.strip()] = parts
+    return out
 
 
 def cmd_assess(args) -> int:

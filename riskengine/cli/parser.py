@@ -66,9 +66,18 @@ def build_parser() -> argparse.ArgumentParser:
                    "003 example); a magnitude release (cell suppression of magnitudes, CTA) gets the "
                    "audit instead (as riskengine audit), written to audit.nc / audit.html")
     _release_options(a)
+    a.add_argument("--also", action="append", metavar="RELEASE",
+                   help="another release of the same records (repeatable): the tables are "
+                        "analysed together, categories matched by label, so differences "
+                        "between them count (e.g. a region published whole and split); the "
+                        "posterior is over the finest table")
+    a.add_argument("--group", action="append", metavar="DIM:LABEL=A,B",
+                   help="with --also: a category of one table that is the union of finer "
+                        "ones of another (repeatable), e.g. --group region:North=N1,N2")
     a.add_argument("--prior", default="uniform",
                    help="uniform | flat:LOW[,HIGH] | poisson:RATE | negbin:MEAN,DISP")
-    a.add_argument("--truth", help="original table (CSV or netCDF) for exact-disclosure risk")
+    a.add_argument("--truth", help="original table (CSV or netCDF) for exact-disclosure risk"
+                   " (with --also: the finest table)")
     a.add_argument("--out", default="riskengine-out",
                    help="output folder (posterior.nc, assess.html and its PNGs)")
     a.add_argument("--no-report", dest="report", action="store_false",

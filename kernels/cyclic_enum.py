@@ -75,14 +75,15 @@ differs, so results agree to rounding):
 from __future__ import annotations
 
 from collections import namedtuple
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
-from numba import prange, types
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._jit import njit, threads_for
+from ._jit import SERIAL_BELOW, njit
 
 NEGATIVE = 0
 ANY_ZERO = 1
@@ -929,7 +930,8 @@ def walk(prefixes, pb: Problem, canon: Canon, tab: tuple) -> tuple:
     total mass, per-branch valid counts, per-branch canonical counts).
 
     The compiled parts are small on purpose (compile time): this wrapper splits the
-    branches into tasks, lets ``_run_par`` walk them and ``_finish`` sum up.
+    branches into tasks, lets ``nth`` workers walk them (:func:`_slots_lut` /
+    :func:`_slots_offsets`, on threads) and ``_finish`` sum up.
 
     Threads: the tasks are dealt round-robin to S slots (task t to slot t % S), each with
     its own accumulators, rows padded apart (no false sharing).  The threads claim whole
@@ -955,10 +957,20 @@ def walk(prefixes, pb: Problem, canon: Canon, tab: tuple) -> tuple:
     counter = np.zeros(16, np.int64)
     zT, zsh, zs, zsf = _zshift(canon.zset, tab[16], tab[17], tab[18], pb.cyc_ptr, pb.cyc_grp,
                                pb.cyc_coef, pb.fin_ptr, pb.fin_grp, G)
-    with threads_for(float(3 ** min(m, 40))):
-        _run_par(nth, counter, S, tprefix, sub, pb.cyc_ptr, pb.cyc_grp, pb.cyc_coef, G, pb.K,
-                 pb.fin_ptr, pb.fin_grp, zT, zsh, zs, zsf, canon.key_mode, canon.pivots,
-                 canon.key_base, canon.keys, canon.key_starts, Ht, Lt, W0t, tres, *tab)
+    if float(3 ** min(m, 40)) < SERIAL_BELOW:
+        nth = 1
+    if lut:
+        (sinit, fac, vc, ssum, tr_ptr, tr_lvl, tr_d, dmat) = (tab[11], tab[12], tab[14],
+                                                              tab[15], tab[16], tab[17],
+                                                              tab[18], tab[19])
+        _on_threads(nth, _slots_lut, (counter, S, m, tprefix, Lt, W0t, tres, base, sinit, fac,
+                                      vc, ssum, tr_ptr, tr_lvl, tr_d, dmat, zT, zsh))
+    else:
+        _on_threads(nth, _slots_offsets, (counter, S, tprefix, sub, pb.cyc_ptr, pb.cyc_grp,
+                                          pb.cyc_coef, G, pb.K, pb.fin_ptr, pb.fin_grp, zT,
+                                          zs, zsf, canon.key_mode, canon.pivots,
+                                          canon.key_base, canon.keys, canon.key_starts, Ht,
+                                          tres, *tab[:6]))
     return _finish(prefixes.shape[0], sub, tres, Ht, Lt, W0t, G, W, pb.K, pb.cyc_ptr,
                    pb.cyc_grp, pb.cyc_coef, pb.fin_ptr, pb.fin_grp, lut, tab[7], tab[8], base,
                    tab[13])
@@ -1018,45 +1030,70 @@ def _zshift(zset, tr_ptr, tr_lvl, tr_d, cyc_ptr, cyc_grp, cyc_coef, fin_ptr, fin
     return zT, zsh, zs, zsf
 
 
-@njit(parallel=True)
-def _run_par(nth, counter, S, tprefix, sub, cyc_ptr, cyc_grp, cyc_coef, G, K, fin_ptr, fin_grp,
-             zT, zsh, zs, zsf, key_mode, pivots, key_base, keys, key_starts, Ht, Lt, W0t, tres,
-             epw, bcode, qt, fin_coef, Fs, ow0,
-             lut, A, stride, base, vbase, sinit, fac, facz, vc, ssum, tr_ptr, tr_lvl, tr_d,
-             dmat):
-    """One iteration per thread: claim slots until none is left, walk their tasks."""
+@njit
+def _slots_lut(counter, S, m, tprefix, Lt, W0t, tres, base, sinit, fac, vc, ssum, tr_ptr,
+               tr_lvl, tr_d, dmat, zT, zsh):
+    """One worker of the table walk (run on several threads at once, GIL released): claim
+    slots until none is left, walk their tasks."""
+    nz = zT.shape[1]
+    ntask = tprefix.shape[0]
+    sv = np.zeros(m, np.int64)
+    choice = np.full(m, -1, np.int64)
+    alive = np.zeros(m, np.bool_)
+    ent = np.zeros(m, np.int64)
+    wbefore = np.ones(m + 1)
+    mass = np.zeros(m)
+    zlive = np.zeros((m + 1, nz), np.int64)
+    nlive = np.zeros(m + 1, np.int64)
+    sl = _fetch_add(counter, 0, 1)
+    while sl < S:
+        for t in range(sl, ntask, S):
+            r3 = _lwalk(tprefix[t], base, sinit, fac, vc, ssum, tr_ptr, tr_lvl, tr_d, dmat,
+                        Lt[sl], W0t[sl], sv, choice, alive, ent, wbefore, mass, zT, zsh, zlive,
+                        nlive)
+            tres[t, 0] = r3[0]
+            tres[t, 1] = r3[1]
+            tres[t, 2] = r3[2]
+        sl = _fetch_add(counter, 0, 1)
+
+
+@njit
+def _slots_offsets(counter, S, tprefix, sub, cyc_ptr, cyc_grp, cyc_coef, G, K, fin_ptr,
+                   fin_grp, zT, zs, zsf, key_mode, pivots, key_base, keys, key_starts, Ht, tres,
+                   epw, bcode, qt, fin_coef, Fs, ow0):
+    """One worker of the offset walk (as :func:`_slots_lut`)."""
     m = cyc_ptr.shape[0] - 1
     nz = zT.shape[1]
     ntask = tprefix.shape[0]
-    for p in prange(nth):
-        ow = np.zeros(G, np.int64)
-        sv = np.zeros(m, np.int64)
-        choice = np.full(m, -1, np.int64)
-        alive = np.zeros(m, np.bool_)
-        ent = np.zeros(m, np.int64)
-        wbefore = np.ones(m + 1)
-        mass = np.zeros(m)
-        zlive = np.zeros((m + 1, nz), np.int64)
-        nlive = np.zeros(m + 1, np.int64)
+    ow = np.zeros(G, np.int64)
+    choice = np.full(m, -1, np.int64)
+    alive = np.zeros(m, np.bool_)
+    wbefore = np.ones(m + 1)
+    mass = np.zeros(m)
+    zlive = np.zeros((m + 1, nz), np.int64)
+    nlive = np.zeros(m + 1, np.int64)
+    sl = _fetch_add(counter, 0, 1)
+    while sl < S:
+        for t in range(sl, ntask, S):
+            r4 = _gwalk(tprefix[t], cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt, fin_ptr,
+                        fin_grp, fin_coef, Fs, K, zT, zs, zsf, Ht[sl], key_mode, pivots,
+                        key_base, keys, key_starts[t // sub], ow0, ow, choice, alive, wbefore,
+                        mass, zlive, nlive)
+            tres[t, 0] = r4[0]
+            tres[t, 1] = r4[1]
+            tres[t, 2] = r4[2]
         sl = _fetch_add(counter, 0, 1)
-        while sl < S:
-            for t in range(sl, ntask, S):
-                if lut:
-                    r3 = _lwalk(tprefix[t], base, sinit, fac, vc, ssum, tr_ptr, tr_lvl, tr_d,
-                                dmat, Lt[sl], W0t[sl], sv, choice, alive, ent, wbefore, mass,
-                                zT, zsh, zlive, nlive)
-                    tres[t, 0] = r3[0]
-                    tres[t, 1] = r3[1]
-                    tres[t, 2] = r3[2]
-                else:
-                    r4 = _gwalk(tprefix[t], cyc_ptr, cyc_grp, cyc_coef, epw, bcode, qt,
-                                fin_ptr, fin_grp, fin_coef, Fs, K, zT, zs, zsf, Ht[sl],
-                                key_mode, pivots, key_base, keys, key_starts[t // sub], ow0, ow,
-                                choice, alive, wbefore, mass, zlive, nlive)
-                    tres[t, 0] = r4[0]
-                    tres[t, 1] = r4[1]
-                    tres[t, 2] = r4[2]
-            sl = _fetch_add(counter, 0, 1)
+
+
+def _on_threads(nth: int, worker, args) -> None:
+    """``nth`` copies of a slot-claiming worker side by side (the kernels release the GIL);
+    compiling a plain kernel for this is several seconds faster than a ``prange`` loop."""
+    if nth <= 1:
+        worker(*args)
+        return
+    with ThreadPoolExecutor(nth) as ex:
+        for f in [ex.submit(worker, *args) for _ in range(nth)]:
+            f.result()
 
 
 @njit

@@ -97,19 +97,26 @@ def _table(d: dict, base: Path, where: str) -> Table:
     return Table(np.array(d["values"]), dims=d.get("dims"), coords=d.get("coords"))
 
 
-def mechanism(spec: dict, shape, where: str = "mechanism", dims=None):
+def mechanism(spec: dict, shape, where: str = "mechanism", dims=None, base=None):
     """A mechanism from ``{type, params...}`` through the registry (each mechanism's
-    ``from_config``: e.g. ``design`` builds cyclic cycles for ``shape``)."""
+    ``from_config``: e.g. ``design`` builds cyclic cycles for ``shape``); a relative file
+    path in a parameter the mechanism reads files from (``path_parameters``, e.g. a cell
+    key p-table) is taken from ``base`` (the config's folder), as ``[table] path`` is."""
     spec = dict(_keys(spec, tuple(spec), where))
     kind = _need(spec, "type", where)
     spec.pop("type")
     try:
-        return lookup(kind).from_config(spec, shape=shape, dims=dims)
+        cls = lookup(kind)
+        for k in getattr(cls, "path_parameters", ()):
+            v = spec.get(k)
+            if base is not None and isinstance(v, str) and not Path(v).is_absolute():
+                spec[k] = str(Path(base) / v)
+        return cls.from_config(spec, shape=shape, dims=dims)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: {exc}") from None
 
 
-def _mechanisms(blocks, shape) -> dict:
+def _mechanisms(blocks, shape, base=None) -> dict:
     if not isinstance(blocks, list) or not blocks:
         raise ValueError("compare config needs at least one [[mechanisms]] block")
     out = {}
@@ -131,7 +138,7 @@ def _mechanisms(blocks, shape) -> dict:
             name = label + ("" if not s else " " + " ".join(f"{k}={v}" for k, v in s.items()))
             if name in out:
                 raise ValueError(f"two mechanisms are labelled {name!r}; labels must differ")
-            out[name] = mechanism({**b, **s}, shape, where)
+            out[name] = mechanism({**b, **s}, shape, where, base=base)
     return out
 
 
@@ -158,7 +165,7 @@ def compare_args(cfg: dict, base: Path) -> dict:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
     return {
         "table": table,
-        "mechanisms": _mechanisms(cfg.get("mechanisms"), table.shape),
+        "mechanisms": _mechanisms(cfg.get("mechanisms"), table.shape, base),
         "intruder": _prior(pri.get("intruder", "uniform"), "[priors] intruder"),
         "user": _prior(pri.get("user", "uniform"), "[priors] user"),
         "draws": _int(cfg, "draws", 20, 1, "compare config"),
@@ -191,7 +198,8 @@ def simulate_args(cfg: dict, base: Path) -> dict:
     _keys(cfg, SIMULATE_KEYS, "the simulate config")
     gen = _generator(_need(cfg, "generator", "the simulate config"), base)
     intr = _keys(cfg.get("intruder", {}), ("prior", "assumed"), "[intruder]")
-    mech = mechanism(_need(cfg, "mechanism", "the simulate config"), gen.shape, "[mechanism]")
+    mech = mechanism(_need(cfg, "mechanism", "the simulate config"), gen.shape, "[mechanism]",
+                     base=base)
     assumed = intr.get("assumed")
     sched = cfg.get("scheduler", "serial")
     if not isinstance(sched, str):
@@ -202,7 +210,7 @@ def simulate_args(cfg: dict, base: Path) -> dict:
         "mechanism": mech,
         "intruder": _prior(intr.get("prior", "uniform"), "[intruder] prior"),
         "assumed": None if assumed is None else mechanism(assumed, gen.shape,
-                                                          "[intruder] assumed"),
+                                                          "[intruder] assumed", base=base),
         "n_tables": _int(cfg, "n_tables", 100, 1, "simulate config"),
         "scheduler": None if sched == "serial" else sched,
         "chunk": cfg.get("chunk"),

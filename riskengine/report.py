@@ -405,8 +405,13 @@ def _simulate(doc: _Doc, ds: xr.Dataset) -> None:
                      f"{np.nanmean(ds['prob_exact'].values.astype(float)):.4f}"))
     if "n_candidates" in ds:
         nc = np.asarray(ds["n_candidates"].values, dtype=float)
+        counted = nc[np.isfinite(nc)]
         nums.append(("candidate tables per release: median [min, max]",
-                     f"{np.nanmedian(nc):.4g} [{np.nanmin(nc):.4g}, {np.nanmax(nc):.4g}]"))
+                     f"{np.median(counted):.4g} [{counted.min():.4g}, {counted.max():.4g}]"
+                     + (f" ({nc.size - counted.size} of {nc.size} releases not counted)"
+                        if counted.size < nc.size else "") if counted.size else
+                     "not counted (infinitely many under unbounded noise, or a Monte Carlo "
+                     "route)"))
     doc.add("<h2>Summary</h2>" + _table(["quantity", "value"], nums))
     doc.add("<h2>Calibration</h2>")
     doc.figure("calibration", plots.calibration(ds),

@@ -177,6 +177,8 @@ class Mechanism:
     aliases: tuple = ()
     #: defaults for required constructor parameters when built from a config or the CLI
     config_defaults: ClassVar[dict] = {}
+    #: parameters that may name a file: a config's relative path is read from its folder
+    path_parameters: ClassVar[tuple] = ()
 
     # --- parameters ----------------------------------------------------------------------
     def _params(self) -> dict:  # pragma: no cover - every mechanism overrides it

@@ -673,6 +673,7 @@ class CellKey(Mechanism):
     additive = False              # every total has its own key: the table does not add up
     aliases = ("cellkey", "ckm")
     keyed = True                  # the same records give the same key in every table
+    path_parameters = ("ptable",)
     windows = staticmethod(entry_windows)
     set_routes = (LinkedDP(), LinkedGibbs())
     routes = (TableDP(entry_windows), Enumerate3D(entry_windows), Line(entry_windows),

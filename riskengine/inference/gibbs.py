@@ -111,6 +111,9 @@ class BlockGibbs(Route):
 
     name = "gibbs"
     exact = False
+    #: a row-pair DP redraw every this many sweeps (0: none; the line moves alone when every
+    #: total is a wide window, where the DP over two rows is costly and not needed)
+    block_every = BLOCK_EVERY
 
     def __init__(self, windows, chains: int = 4, warmup: int = 300, draws: int = 1000,
                  seed: int | None = None, workers: int | None = None, scheduler=None):
@@ -189,8 +192,10 @@ class BlockGibbs(Route):
             flat = x.reshape(-1)                   # a view: the kernel moves x
             moves.seed(int(crng.integers(2**31 - 1)))
             for it in range(n_it):
-                if it % BLOCK_EVERY == 0:           # the kernel keeps tsum; the DP does not
+                if self.block_every and it % self.block_every == 0:
                     self._block_sweep(win, x, crng, transpose, memory, ch)
+                    tsum = gibbs3d.totals(flat, tix, mlo.size)   # the DP does not keep it
+                elif it == 0:
                     tsum = gibbs3d.totals(flat, tix, mlo.size)
                 if it % 50 == 0:
                     tick(min(50, n_it - it))       # progress; stops here on Ctrl-C

@@ -41,6 +41,7 @@ import numpy as np
 from .. import _validate as V
 from ..inference import windows as win
 from ..inference.enumerate_3d import Enumerate3D
+from ..inference.gibbs import BlockGibbs
 from ..inference.line import Line
 from ..inference.linked import LinkedDP
 from ..inference.linked_gibbs import LinkedGibbs
@@ -271,6 +272,41 @@ class _NoiseLine(_Widening, Line):
     _base = Line
 
 
+class _NoiseGibbs(BlockGibbs):
+    """The Monte Carlo route on the full noise windows (all but a relative ``_TAIL`` of each
+    entry's likelihood): where the exact routes need more memory than the budget.  A chain
+    that reaches a cut window edge (a cell's or a total's) is refused, as the exact routes
+    refuse a posterior with mass at a cut edge: the prior puts its mass far from the
+    published values.  Every total of a noisy release is a window of many values, so the
+    chains move by the line moves alone (single cells, pairs, 2 x 2 patterns; no row-pair
+    DP, which the wide windows make costly); the agreement with the exact DP is tested."""
+
+    block_every = 0
+
+    def run(self, release, prior, *, count=True, progress=None, memory):
+        post = super().run(release, prior, count=count, progress=progress, memory=memory)
+        ew = entry_windows(release)
+        draws = post.chains.reshape((-1,) + tuple(release.shape))
+        for keep, lo in ew.lo.items():
+            axes = tuple(1 + release.dims.index(d) for d in release.dims if d not in keep)
+            vals = draws.sum(axis=axes) if axes else draws
+            fin = np.isfinite(ew.lw[keep])
+            hi = lo + fin.shape[-1] - 1 - np.argmax(fin[..., ::-1], axis=-1)
+            cut = ((vals == lo) & (lo > 0)) | (vals == hi)
+            if cut.any():
+                at = tuple(int(i) for i in np.argwhere(cut.any(axis=0))[0])
+                what = "cell" if keep == tuple(release.dims) else f"total {keep}"
+                raise FloatingPointError(
+                    f"the Monte Carlo chains reached the edge of the noise window of {what} "
+                    f"{at} (the values within the noise's full reach of the published value): "
+                    "the prior puts its mass far from the published values")
+        post.attrs["noise_window"] = int(_Noise(release.mechanism.distribution,
+                                                release.mechanism.scale).half)
+        post.n_candidates = None
+        post.attrs["n_candidates_note"] = _INFINITE
+        return post
+
+
 @register
 class NoisyCounts(Mechanism):
     """Independent geometric or discrete Gaussian noise on every cell and total.
@@ -292,7 +328,8 @@ class NoisyCounts(Mechanism):
     windows = staticmethod(entry_windows)
     windows_truncated = True
     set_routes = (LinkedDP(), LinkedGibbs())
-    routes = (_NoiseDP(entry_windows), _Noise3D(entry_windows), _NoiseLine(entry_windows))
+    routes = (_NoiseDP(entry_windows), _Noise3D(entry_windows), _NoiseLine(entry_windows),
+              _NoiseGibbs(entry_windows))
 
     def __init__(self, distribution: str = "geometric", scale: float = 1.0, clip: bool = False):
         self.distribution = V.choice(distribution, "distribution", DISTRIBUTIONS)

@@ -26,7 +26,7 @@ from tests.reference.agreement import monte_carlo_agrees
 
 def _route(rel, **kw) -> BlockGibbs:
     base = next(r for r in rel.mechanism.routes if r.name == "gibbs")
-    return BlockGibbs(base._windows, **kw)
+    return type(base)(base._windows, **kw)         # the mechanism's own Gibbs route
 
 
 def _run(rel, prior, **kw):
@@ -47,6 +47,13 @@ CASES = [
     ("random rounding B=3 4x2", lambda t, rng: rk.RandomRounding(3).protect(t, rng),
      (4, 2), 5.0),
     ("margins 3x4 (transposed blocks)", lambda t, rng: rk.MarginsOnly().protect(t), (3, 4), 3.0),
+    ("noise geometric b=0.5 3x2", lambda t, rng: rk.NoisyCounts("geometric", 0.5)
+     .protect(t, rng), (3, 2), 4.0),
+    ("noise discrete Gaussian s=1 3x2", lambda t, rng: rk.NoisyCounts("discrete_gaussian", 1.0)
+     .protect(t, rng), (3, 2), 4.0),
+    ("noise geometric b=0.5 clipped 3x3", lambda t, rng: rk.NoisyCounts("geometric", 0.5,
+                                                                        clip=True)
+     .protect(t, rng), (3, 3), 1.5),
     # realistic counts: cells in the hundreds (the exact DP's windows stay narrow)
     ("rounding B=5 4x2 mean 400", lambda t, rng: rk.ControlledRounding(5, method="optimal")
      .protect(t, rng), (4, 2), 400.0),
@@ -328,3 +335,22 @@ def test_dask_scheduler_gives_the_same_draws():
     b = rk.posterior(rel, route="mcmc", mcmc=rk.MonteCarlo(2, 20, 200, seed=1,
                                                            scheduler="dask"))
     np.testing.assert_array_equal(a.chains, b.chains)
+
+
+def test_noise_beyond_the_exact_dp_by_monte_carlo_and_its_window_edges():
+    """Geometric noise b = 0.6 on a 4 x 4 table: the DP does not fit the memory budget, the
+    chains answer (route gibbs on the full noise windows); a prior that drags the chains to
+    a cut window edge is refused, as the exact routes refuse mass at a cut edge."""
+    t = rk.Table(np.random.default_rng(1).poisson(5, size=(4, 4)), dims=("region", "age"))
+    rel = rk.NoisyCounts("geometric", 0.6).protect(t, np.random.default_rng(2))
+    small = rk.MonteCarlo(chains=2, warmup=50, draws=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)   # short chains
+        post = rk.posterior(rel, rk.priors.Poisson(5.0), mcmc=small)
+        assert post.attrs["route"] == "gibbs" and "dp: needs" in post.attrs["route_reason"]
+        assert post.n_candidates is None and "infinitely many" in post.attrs["n_candidates_note"]
+        x = np.array([[500, 600], [400, 300]])
+        far = rk.Release(x, margins={("v",): x.sum(1), ("w",): x.sum(0), (): x.sum()},
+                         mechanism=rk.NoisyCounts("geometric", 2.0), dims=("v", "w"))
+        with pytest.raises(FloatingPointError, match="edge of the noise window"):
+            rk.posterior(far, rk.priors.Poisson(1.0), route="gibbs", mcmc=small)

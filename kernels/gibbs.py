@@ -147,25 +147,25 @@ def _block(x, clo, cw, ia, ib, ic, id_, L):
 
 
 @njit
-def _line(x, cells, coefs, nc, clo, cw, mlo, mw, tix, tsum, p, tid, tco):
+def _line(x, cells, coefs, nc, clo, cw, vptr, vfac, mlo, mw, tsum, p, tid, tco):
     """Redraw ``t`` in ``x + t m`` from its exact conditional law, ``m`` the direction with
-    coefficient ``coefs[i]`` on cell ``cells[i]`` (``nc`` cells); the totals the cells
-    belong to (``tix[cell]``, any number per cell) move with them (``tid``, ``tco``: work
-    space for them, at least ``nc * tix.shape[1]`` long)."""
+    coefficient ``coefs[i]`` on cell ``cells[i]`` (``nc`` cells); the totals (sums of cells
+    with windows ``mlo`` / ``mw``, current values ``tsum``) the cells belong to move with
+    them: those of cell c are ``vfac[vptr[c]:vptr[c + 1]]`` (any number per cell; ``tid``,
+    ``tco``: work space for them, as long as the totals of the ``nc`` cells together)."""
     lo = -(1 << 40)
     hi = 1 << 40
     nt = 0
     for i in range(nc):
         c, g = cells[i], coefs[i]
-        a = clo[c] - x[c]                          # g t in [a, b]
+        a = max(clo[c], 0) - x[c]                  # g t in [a, b]
         b = clo[c] + cw.shape[1] - 1 - x[c]
-        a = max(a, -x[c])
         if g > 0:
             lo, hi = max(lo, -((-a) // g)), min(hi, b // g)
         else:
             lo, hi = max(lo, -(b // (-g))), min(hi, (-a) // (-g))
-        for k in range(tix.shape[1]):
-            t = tix[c, k]
+        for k in range(vptr[c], vptr[c + 1]):
+            t = vfac[k]
             found = False
             for u in range(nt):
                 if tid[u] == t:
@@ -203,6 +203,8 @@ def _line(x, cells, coefs, nc, clo, cw, mlo, mw, tix, tsum, p, tid, tco):
                 w += _lw(mlo, mw, tid[u], tsum[tid[u]] + tco[u] * step)
         p[s] = w
         m = max(m, w)
+    if m == NEG:
+        return
     for s in range(n):
         p[s] = np.exp(p[s] - m) if p[s] > NEG else 0.0
     step = lo + _pick(p, n)
@@ -211,6 +213,13 @@ def _line(x, cells, coefs, nc, clo, cw, mlo, mw, tix, tsum, p, tid, tco):
             x[cells[i]] += coefs[i] * step
         for u in range(nt):
             tsum[tid[u]] += tco[u] * step
+
+
+@njit
+def _csr(tix):
+    """The totals of each cell as CSR (``tix``: a fixed number per cell)."""
+    n, k = tix.shape
+    return np.arange(n + 1) * k, tix.ravel()
 
 
 @njit
@@ -260,6 +269,7 @@ def sweeps(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites, six, thin=
     I, J, K = dims[0], dims[1], dims[2]
     strides = np.array([J * K, K, 1], np.int64)
     ncell = I * J * K
+    vptr, vfac = _csr(tix)
     p = np.empty(64)
     cells = np.zeros(4, np.int64)
     coefs = np.zeros(4, np.int64)
@@ -300,7 +310,7 @@ def sweeps(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites, six, thin=
             for c in np.random.permutation(ncell):
                 cells[0] = c
                 coefs[0] = 1
-                _line(x, cells, coefs, 1, clo, cw, mlo, mw, tix, tsum, p, tid, tco)
+                _line(x, cells, coefs, 1, clo, cw, vptr, vfac, mlo, mw, tsum, p, tid, tco)
                 ci = np.array([c // strides[0], (c // strides[1]) % dims[1], c % dims[2]])
                 for a in range(3):
                     if dims[a] < 2:
@@ -310,7 +320,7 @@ def sweeps(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites, six, thin=
                         o += 1
                     cells[1] = c + (o - ci[a]) * strides[a]
                     coefs[1] = -1
-                    _line(x, cells, coefs, 2, clo, cw, mlo, mw, tix, tsum, p, tid, tco)
+                    _line(x, cells, coefs, 2, clo, cw, vptr, vfac, mlo, mw, tsum, p, tid, tco)
                 f = np.random.randint(3)
                 a1 = (f + 1) % 3
                 a2 = (f + 2) % 3
@@ -325,7 +335,7 @@ def sweeps(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites, six, thin=
                     d2 = (o2 - ci[a2]) * strides[a2]
                     cells[1], cells[2], cells[3] = c + d1, c + d2, c + d1 + d2
                     coefs[1], coefs[2], coefs[3] = -1, -1, 1
-                    _line(x, cells, coefs, 4, clo, cw, mlo, mw, tix, tsum, p, tid, tco)
+                    _line(x, cells, coefs, 4, clo, cw, vptr, vfac, mlo, mw, tsum, p, tid, tco)
         if keep and (it + 1) % thin == 0:
             out[it // thin, :] = x
     return True
@@ -339,6 +349,7 @@ def sweeps_2d(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites):
     windows) every cell alone and with a random partner in its row and in its column."""
     R, C = dims[0], dims[1]
     ncell = R * C
+    vptr, vfac = _csr(tix)
     p = np.empty(64)
     cells = np.zeros(4, np.int64)
     coefs = np.zeros(4, np.int64)
@@ -358,22 +369,22 @@ def sweeps_2d(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites):
                 cells[0], cells[1] = i1 * C + j1, i1 * C + j2
                 cells[2], cells[3] = i2 * C + j1, i2 * C + j2
                 coefs[0], coefs[1], coefs[2], coefs[3] = 1, -1, -1, 1
-                _line(x, cells, coefs, 4, clo, cw, mlo, mw, tix, tsum, p, tid, tco)
+                _line(x, cells, coefs, 4, clo, cw, vptr, vfac, mlo, mw, tsum, p, tid, tco)
         if sites:
             for c in np.random.permutation(ncell):
                 cells[0] = c
                 coefs[0] = 1
-                _line(x, cells, coefs, 1, clo, cw, mlo, mw, tix, tsum, p, tid, tco)
+                _line(x, cells, coefs, 1, clo, cw, vptr, vfac, mlo, mw, tsum, p, tid, tco)
                 i, j = c // C, c % C
                 coefs[1] = -1
                 if C >= 2:
                     o = np.random.randint(C - 1)
                     cells[1] = i * C + (o + 1 if o >= j else o)
-                    _line(x, cells, coefs, 2, clo, cw, mlo, mw, tix, tsum, p, tid, tco)
+                    _line(x, cells, coefs, 2, clo, cw, vptr, vfac, mlo, mw, tsum, p, tid, tco)
                 if R >= 2:
                     o = np.random.randint(R - 1)
                     cells[1] = (o + 1 if o >= i else o) * C + j
-                    _line(x, cells, coefs, 2, clo, cw, mlo, mw, tix, tsum, p, tid, tco)
+                    _line(x, cells, coefs, 2, clo, cw, vptr, vfac, mlo, mw, tsum, p, tid, tco)
         if keep:
             out[it, :] = x
     return True

@@ -20,73 +20,9 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import njit
-from .gibbs import _lw, _pick
+from .gibbs import _line, _lw
 
 NEG = -np.inf
-
-
-@njit
-def _bound(lo, hi, a, b, g):
-    """Intersect [lo, hi] with the t such that a <= g t <= b (g != 0)."""
-    if g > 0:
-        return max(lo, -((-a) // g)), min(hi, b // g)
-    return max(lo, -(b // (-g))), min(hi, (-a) // (-g))
-
-
-@njit
-def _line(x, cells, coefs, nc, lo, lw, vptr, vfac, elo, elw, fsum, p, fid, fco):
-    tlo = -(1 << 40)
-    thi = 1 << 40
-    nf = 0
-    for i in range(nc):
-        c, g = cells[i], coefs[i]
-        a = max(lo[c], 0) - x[c]
-        b = lo[c] + lw.shape[1] - 1 - x[c]
-        tlo, thi = _bound(tlo, thi, a, b, g)
-        for k in range(vptr[c], vptr[c + 1]):
-            f = vfac[k]
-            found = False
-            for u in range(nf):
-                if fid[u] == f:
-                    fco[u] += g
-                    found = True
-                    break
-            if not found:
-                fid[nf] = f
-                fco[nf] = g
-                nf += 1
-    for u in range(nf):
-        g = fco[u]
-        if g == 0:
-            continue
-        f = fid[u]
-        tlo, thi = _bound(tlo, thi, elo[f] - fsum[f], elo[f] + elw.shape[1] - 1 - fsum[f], g)
-    n = thi - tlo + 1
-    if n <= 1:
-        return
-    if n > p.shape[0]:
-        p = np.empty(n)
-    m = NEG
-    for s in range(n):
-        step = tlo + s
-        w = 0.0
-        for i in range(nc):
-            w += _lw(lo, lw, cells[i], x[cells[i]] + coefs[i] * step)
-        for u in range(nf):
-            if fco[u] != 0:
-                w += _lw(elo, elw, fid[u], fsum[fid[u]] + fco[u] * step)
-        p[s] = w
-        m = max(m, w)
-    if m == NEG:
-        return
-    for s in range(n):
-        p[s] = np.exp(p[s] - m) if p[s] > NEG else 0.0
-    step = tlo + _pick(p, n)
-    if step != 0:
-        for i in range(nc):
-            x[cells[i]] += coefs[i] * step
-        for u in range(nf):
-            fsum[fid[u]] += fco[u] * step
 
 
 @njit

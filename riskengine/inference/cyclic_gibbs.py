@@ -46,10 +46,6 @@ class CyclicGibbs(BlockGibbs):
     name = "gibbs"
     exact = False
 
-    def __init__(self, chains: int = 4, warmup: int = 300, draws: int = 1000,
-                 seed: int | None = None, workers: int | None = None, scheduler=None):
-        super().__init__(None, chains, warmup, draws, seed, workers, scheduler)
-
     def applies(self, release, prior):
         if release.kind != "count":
             return "the cyclic Gibbs route needs a count release"

@@ -115,7 +115,7 @@ class BlockGibbs(Route):
     #: total is a wide window, where the DP over two rows is costly and not needed)
     block_every = BLOCK_EVERY
 
-    def __init__(self, windows, chains: int = 4, warmup: int = 300, draws: int = 1000,
+    def __init__(self, windows=None, chains: int = 4, warmup: int = 300, draws: int = 1000,
                  seed: int | None = None, workers: int | None = None, scheduler=None):
         self._windows = windows
         self.chains, self.warmup, self.draws = chains, warmup, draws

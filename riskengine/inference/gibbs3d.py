@@ -82,10 +82,26 @@ def log_weight(x, clo, cw, mlo, mw, tsum) -> float:
     return at(clo, cw, x) + at(mlo, mw, tsum)
 
 
+def random_vertex(A, tmin, tmax, cmin, cmax, ok, rng: np.random.Generator,
+                  tries: int = 20):
+    """An integer x with cmin <= x <= cmax and tmin <= A x <= tmax: a vertex of the
+    polytope's integer hull in a random direction (HiGHS MILP), re-drawn while ``ok(x)``
+    is False (a value the windows exclude inside their range: a hole); None if none."""
+    n = cmin.size
+    cons = [LinearConstraint(A, tmin, tmax)] if A.shape[0] else []
+    for _ in range(tries):
+        res = milp(rng.standard_normal(n), constraints=cons, integrality=np.ones(n),
+                   bounds=Bounds(cmin, cmax), options={"time_limit": 60})
+        if res.x is None:
+            return None
+        x = np.rint(res.x).astype(np.int64)
+        if ok(x):
+            return x
+    return None
+
+
 def start(ew: EntryWindows, rng: np.random.Generator, tries: int = 20) -> np.ndarray:
-    """A random integer table in the windows' support: a vertex of the candidate
-    polytope's integer hull in a random direction (HiGHS MILP), re-drawn when it lands on
-    a value the windows exclude inside their range (a hole)."""
+    """A random integer table in the windows' support (:func:`random_vertex`)."""
     clo, cw, mlo, mw, tix = _packed(ew)
     cmin, cmax = _support(clo, cw)
     tmin, tmax = _support(mlo, mw)
@@ -93,15 +109,10 @@ def start(ew: EntryWindows, rng: np.random.Generator, tries: int = 20) -> np.nda
     rows = tix.T.ravel()
     A = sp.csr_array((np.ones(rows.size), (rows, np.tile(np.arange(n), 7))),
                      shape=(mlo.size, n))
-    cons = LinearConstraint(A, tmin, tmax)
-    for _ in range(tries):
-        res = milp(rng.standard_normal(n), constraints=cons, integrality=np.ones(n),
-                   bounds=Bounds(cmin, cmax), options={"time_limit": 60})
-        if res.x is None:
-            break
-        x = np.rint(res.x).astype(np.int64)
-        if np.isfinite(log_weight(x, clo, cw, mlo, mw, totals(x, tix, mlo.size))):
-            return x.reshape(ew.shape)
+    x = random_vertex(A, tmin, tmax, cmin, cmax, lambda x: np.isfinite(log_weight(
+        x, clo, cw, mlo, mw, totals(x, tix, mlo.size))), rng, tries)
+    if x is not None:
+        return x.reshape(ew.shape)
     raise ValueError("the 3-D Gibbs route found no starting table in the windows' support "
                      "(integer program infeasible or only tables the windows exclude); no "
                      "Monte Carlo answer")

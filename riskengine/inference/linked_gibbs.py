@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from kernels import gibbs as moves
 from kernels import sum_gibbs as sg
 
 from ..mechanisms._base import Cost
-from . import _chains, _label
+from . import _chains, _label, gibbs3d
 from .gibbs import BlockGibbs
 from .linked import _Model
 
@@ -60,28 +59,13 @@ class _Packed:
     def sums(self, x):
         return (self.A @ x).astype(np.int64)
 
-    def support(self, lo, lw):
-        fin = np.isfinite(lw)
-        first = np.argmax(fin, axis=1)
-        last = lw.shape[1] - 1 - np.argmax(fin[:, ::-1], axis=1)
-        return lo + first, lo + last
-
     def start(self, rng, tries: int = 20) -> np.ndarray:
-        cmin, cmax = self.support(self.lo, self.lw)
-        N = cmin.size
-        cons = []
-        if self.elo.size:
-            tmin, tmax = self.support(self.elo, self.elw)
-            cons = [LinearConstraint(self.A, tmin, tmax)]
-        for _ in range(tries):
-            res = milp(rng.standard_normal(N), constraints=cons, integrality=np.ones(N),
-                       bounds=Bounds(cmin, cmax), options={"time_limit": 60})
-            if res.x is None:
-                break
-            x = np.rint(res.x).astype(np.int64)
-            if np.isfinite(sg.log_weight(x, self.lo, self.lw, self.elo, self.elw,
-                                         self.sums(x))):
-                return x
+        cmin, cmax = gibbs3d._support(self.lo, self.lw)
+        tmin, tmax = gibbs3d._support(self.elo, self.elw)
+        x = gibbs3d.random_vertex(self.A, tmin, tmax, cmin, cmax, lambda x: np.isfinite(
+            sg.log_weight(x, self.lo, self.lw, self.elo, self.elw, self.sums(x))), rng, tries)
+        if x is not None:
+            return x
         raise ValueError("the Gibbs route for release sets found no starting table in the "
                          "support (integer program infeasible, or only tables the windows "
                          "exclude); no Monte Carlo answer")
@@ -92,10 +76,6 @@ class LinkedGibbs(BlockGibbs):
 
     name = "gibbs"
     exact = False
-
-    def __init__(self, chains: int = 4, warmup: int = 300, draws: int = 1000,
-                 seed: int | None = None, workers: int | None = None, scheduler=None):
-        super().__init__(None, chains, warmup, draws, seed, workers, scheduler)
 
     def applies(self, release, prior):
         if not hasattr(release, "entries") or not hasattr(release, "releases"):

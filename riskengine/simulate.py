@@ -48,11 +48,24 @@ def _run_one(job: _Job, i: int) -> dict:
     from .release import Release
     table = job.generator.draw(derived_rng(job.entropy, i, 0))
     rel = job.mechanism.protect(table, derived_rng(job.entropy, i, 1))
-    if job.assumed is not None:   # the intruder analyses with a (mis)stated mechanism
-        rel = Release(published=rel.published, margins=rel.margins, mechanism=job.assumed,
-                      dims=rel.dims, coords=rel.coords, kind=rel.kind)
-    post = posterior(rel, job.intruder, memory=job.memory)
     truth = table.values
+    if job.assumed is not None:   # the intruder analyses with a (mis)stated mechanism
+        # a release impossible under the intruder's model refutes the model on this table:
+        # recorded (it is what a misstated model does), not an error
+        try:
+            rel = Release(published=rel.published, margins=rel.margins,
+                          mechanism=job.assumed, dims=rel.dims, coords=rel.coords,
+                          kind=rel.kind)
+        except ValueError as e:              # validate_release: not from this mechanism
+            return _refuted(table, rel, str(e))
+        try:
+            post = posterior(rel, job.intruder, memory=job.memory)
+        except ValueError as e:
+            if not str(e).startswith("no original table"):
+                raise
+            return _refuted(table, rel, str(e))
+    else:
+        post = posterior(rel, job.intruder, memory=job.memory)
     mode = post.mode().values
     n = post.n_candidates
     return {
@@ -66,6 +79,21 @@ def _run_one(job: _Job, i: int) -> dict:
         "prob_exact": post.prob_exact(truth).values,
         "n_candidates": _as_float(n),
         "log_evidence": post.log_evidence,
+        "refuted": "",
+    }
+
+
+def _refuted(table, rel, why: str) -> dict:
+    """The row of a table whose release the intruder's (misstated) model cannot explain."""
+    truth = table.values
+    nan = np.full(truth.shape, np.nan)
+    return {
+        "dims": table.dims, "coords": table.coords, "true": truth,
+        "published": (nan if rel.published is None
+                      else np.asarray(rel.published, dtype=float)),
+        "map_value": np.full(truth.shape, -1, dtype=truth.dtype), "map_prob": nan,
+        "map_hit": np.zeros(truth.shape, bool), "prob_exact": nan,
+        "n_candidates": 0.0, "log_evidence": -math.inf, "refuted": why,
     }
 
 
@@ -205,7 +233,8 @@ def _assemble(rows, job) -> xr.Dataset:
     defs = {
         "true": "original cell value",
         "published": "published cell value; NaN where not published",
-        "map_value": "intruder's posterior mode (MAP guess; smallest value among ties)",
+        "map_value": "intruder's posterior mode (MAP guess; smallest value among ties; -1 "
+                     "where refuted)",
         "map_prob": "intruder's posterior probability of map_value",
         "map_hit": "map_value == true",
         "prob_exact": "intruder's posterior probability of the true value",
@@ -216,6 +245,11 @@ def _assemble(rows, job) -> xr.Dataset:
                                            "(float; inf beyond float range; NaN unknown)"})
     data["log_evidence"] = (("table",), stack("log_evidence"),
                             {"definition": "log sum over candidates of prior x likelihood"})
+    refuted = np.array([bool(r["refuted"]) for r in rows])
+    data["refuted"] = (("table",), refuted,
+                       {"definition": "the intruder's (misstated) mechanism cannot have made "
+                                      "this release: no posterior (map_prob and prob_exact "
+                                      "NaN, map_value -1); calibration leaves these out"})
     return xr.Dataset(data, coords={"table": np.arange(len(rows)), **coords}, attrs={
         "riskengine_kind": "simulate",
         "generator": _describe(job.generator),
@@ -224,6 +258,7 @@ def _assemble(rows, job) -> xr.Dataset:
                                         else job.mechanism),
         "prior": job.intruder.describe(),
         "n_tables": len(rows),
+        "n_refuted": int(refuted.sum()),
         "seed_entropy": str(job.entropy),
         "seeding": "table i: original drawn with PCG64(SeedSequence(seed_entropy, "
                    "spawn_key=(i, 0))), protected with spawn_key=(i, 1)",

@@ -184,3 +184,24 @@ assumed = { type = "cyclic", cycles = [[[1, -1], [-1, 1]]], alpha = 0.05, beta =
     cfg.write_text("[generator]\ntype = \"gamma\"\n")
     assert main(["simulate", str(cfg)]) == 2
     assert "unknown generator type 'gamma'" in capsys.readouterr().err
+
+
+def test_releases_a_misstated_model_cannot_explain_are_recorded_not_fatal(tmp_path):
+    """Published under a wide p-table, read with a narrow one: some releases are impossible
+    under the intruder's model.  They are marked ``refuted`` (no posterior numbers), the
+    rest analysed, calibration leaves them out; the true model refutes nothing."""
+    gen = rk.generators.Poisson(3.0, shape=(2, 3), dims=("v", "w"))
+    true = rk.CellKey(D=3, V=1.5, js=1)
+    ds = rk.simulate(gen, true, rk.priors.Poisson(3.0), n_tables=20,
+                     rng=np.random.default_rng(0), assumed=rk.CellKey(D=1, V=0.5))
+    ref = ds["refuted"].values
+    assert 0 < ref.sum() < 20 and ds.attrs["n_refuted"] == int(ref.sum())
+    assert np.isnan(ds["map_prob"].values[ref]).all()
+    assert (ds["map_value"].values[ref] == -1).all()
+    assert np.isfinite(ds["map_prob"].values[~ref]).all()
+    cal = calibration(ds)
+    assert int(cal["n"].sum()) == int((~ref).sum()) * 6
+    from riskengine.report import write_report
+    assert "n_refuted" in write_report(ds, tmp_path).read_text()
+    ok = rk.simulate(gen, true, rk.priors.Poisson(3.0), n_tables=5, rng=np.random.default_rng(0))
+    assert ok.attrs["n_refuted"] == 0 and not ok["refuted"].values.any()

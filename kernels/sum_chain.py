@@ -30,9 +30,14 @@ class Plan:
     """The state layout of each step (see :func:`plan`): ``axes[t]`` the open factors
     after ``t`` variables (in axis order), ``off[t]``/``size[t]`` each axis' first partial
     sum and its number of values; ``cells[t]`` the state size; ``peak`` the largest
-    extended state (before closing factors are summed out)."""
+    extended state (before closing factors are summed out); ``closing[t]`` the range
+    ``(first, count)`` of each factor variable t closes; ``lo``/``lw``, ``elo``/``elw`` the
+    model."""
 
-    def __init__(self, axes, off, size, vlo, vhi, opens, closes, holds):
+    def __init__(self, axes, off, size, vlo, vhi, opens, closes, holds, closing, lo, lw,
+                 elo, elw):
+        self._closing = closing
+        self.lo, self.lw, self.elo, self.elw = lo, lw, elo, elw
         self.axes, self.off, self.size = axes, off, size
         self.vlo, self.vhi = vlo, vhi
         self.opens, self.closes, self.holds = opens, closes, holds
@@ -137,13 +142,8 @@ def plan(lo, lw, members, elo, elw) -> Plan:
         axes.append(cur_axes)
         off.append(cur_off)
         size.append(cur_size)
-    p = Plan.__new__(Plan)
-    p._closing = closing
-    Plan.__init__(p, axes, off, size, vlo, vhi, opens, closes, holds)
-    p.lo, p.lw = lo, lw
-    p.elo = np.asarray(elo, np.int64)
-    p.elw = [np.asarray(w, np.float64) for w in elw]
-    return p
+    return Plan(axes, off, size, vlo, vhi, opens, closes, holds, closing, lo, lw,
+                np.asarray(elo, np.int64), [np.asarray(w, np.float64) for w in elw])
 
 
 def _lse(a, axis):

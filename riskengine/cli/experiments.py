@@ -18,8 +18,9 @@ def cmd_compare(args) -> int:
     from ..compare import MechanismFailed, compare
     cfg, base = _config.load(args.config or bundled("compare_example.toml"))
     kw = _config.compare_args(cfg, base)
-    seed = kw.pop("seed") if args.seed is None else args.seed
-    kw.pop("seed", None)
+    seed = kw.pop("seed")
+    if args.seed is not None:
+        seed = args.seed
     if args.draws is not None:
         kw["draws"] = args.draws
     out = out_dir(args.out)
@@ -70,8 +71,9 @@ def cmd_simulate(args) -> int:
     from ..simulate import calibration, simulate
     cfg, base = _config.load(args.config or bundled("simulate_example.toml"))
     kw = _config.simulate_args(cfg, base)
-    seed = kw.pop("seed") if args.seed is None else args.seed
-    kw.pop("seed", None)
+    seed = kw.pop("seed")
+    if args.seed is not None:
+        seed = args.seed
     if args.n_tables is not None:
         kw["n_tables"] = args.n_tables
     if args.scheduler is not None:
@@ -91,6 +93,9 @@ def cmd_simulate(args) -> int:
     print(f"mechanism: {ds.attrs['mechanism']}    intruder assumes: "
           f"{ds.attrs['intruder_mechanism']}")
     print(f"prior: {ds.attrs['prior']}    tables: {ds.attrs['n_tables']}")
+    if ds.attrs.get("n_refuted"):
+        print(f"{ds.attrs['n_refuted']} releases the intruder's mechanism cannot explain "
+              "(refuted: left out of the calibration)")
     print(f"MAP hit rate {cal.attrs['overall_observed']:.4f}, mean claimed "
           f"{cal.attrs['overall_claimed']:.4f} (difference {cal.attrs['overall_z']:+.2f} s.e.)")
     print(f"{'P(MAP) bin':>12}  {'cells':>7}  {'claimed':>8}  {'observed':>8}  {'s.e.':>7}")

@@ -16,7 +16,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["Stopped", "close_client", "dask_client", "run"]
+__all__ = ["Stopped", "close_client", "dask_client", "run", "schedule"]
 
 DASK_HINT = 'pip install "riskengine[dask]"'
 
@@ -100,3 +100,17 @@ def run(n: int, one, total: int, progress=None, workers: int | None = None,
             for f in futures:
                 f.cancel()
             raise
+
+
+def schedule(warmup: int, draws: int, size: int = 50):
+    """The sweeps of a chain in chunks of at most ``size``: ``(at, n, keep)``, ``keep``
+    for the kept ones (``at``: the index of the chunk's first kept draw) and a warm-up
+    chunk never straddling the warm-up's end."""
+    it, total = 0, warmup + draws
+    while it < total:
+        n = min(size, total - it)
+        keep = it >= warmup
+        if not keep and it + n > warmup:
+            n = warmup - it
+        yield (it - warmup if keep else it), n, keep
+        it += n

@@ -80,16 +80,10 @@ class CyclicGibbs(BlockGibbs):
             moves.seed(int(seeds[ch]))
             out = np.zeros((self.draws, m), np.int64)
             idle = np.zeros((1, 1), np.int64)
-            it = 0
-            while it < n_it:
-                n = min(50, n_it - it)
-                keep = it >= self.warmup
-                if not keep and it + n > self.warmup:
-                    n = self.warmup - it
-                buf = out[it - self.warmup:it - self.warmup + n] if keep else idle
+            for at, n, keep in _chains.schedule(self.warmup, self.draws):
+                buf = out[at:at + n] if keep else idle
                 w = moves.cyclic_sweeps(e, o, *args, n, keep, buf)
-                it += n
-                if it >= self.warmup and w <= -1e5:
+                if (keep or at + n == self.warmup) and w <= -1e5:
                     raise ValueError(
                         f"cyclic Gibbs chain {ch} found no sign vector of positive weight "
                         f"in {self.warmup} warm-up sweeps (from "

@@ -136,17 +136,11 @@ def chains(ew: EntryWindows, n_chains: int, warmup: int, draws: int,
         x = starts[ch]
         tsum = totals(x, tix, mlo.size)
         moves.seed(int(seeds[ch]))
-        it = 0
-        while it < warmup + draws:
-            n = min(CHUNK, warmup + draws - it)
-            keep = it >= warmup
-            if not keep and it + n > warmup:     # a chunk never straddles the warm-up's end
-                n = warmup - it
-            buf = out[it - warmup:it - warmup + n] if keep else np.zeros((1, 1), np.int64)
+        for at, n, keep in _chains.schedule(warmup, draws, CHUNK):
+            buf = out[at:at + n] if keep else np.zeros((1, 1), np.int64)
             if not moves.sweeps(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, buf,
                                 not exact_totals, degree6, THIN):
                 raise RuntimeError(f"internal error: 3-D Gibbs chain {ch} left the support")
-            it += n
             tick(n)
         if not np.isfinite(log_weight(x, clo, cw, mlo, mw, tsum)) or \
                 not np.array_equal(tsum, totals(x, tix, mlo.size)):

@@ -91,16 +91,20 @@ class JointEnumeration(Route):
     when its groups hold more than ``max_values`` (cell, value) pairs)."""
 
     name = "joint"
+    #: (cell, value) pairs past which the model is not built (only its refusal)
+    max_values = MAX_VALUES
 
     def __init__(self, model):
         self._model = model
         self._last = None
 
     def _get(self, release) -> JointModel:
+        """The release's model (built once for the release last asked about: ``applies``,
+        ``estimate`` and ``run`` ask in turn)."""
         last = self._last
         if last is not None and last[0] is release:
             return last[1]
-        m = self._model(release, MAX_VALUES)
+        m = self._model(release, self.max_values)
         self._last = (release, m)
         return m
 

@@ -58,7 +58,7 @@ from ..mechanisms._base import Cost
 from ..table import default_margins
 from . import _chains, _label
 from .gibbs import BlockGibbs
-from .joint import group_windows
+from .joint import JointEnumeration, group_windows
 
 __all__ = ["MAX_SECONDS", "JointMCMC", "SumFactors"]
 
@@ -216,6 +216,7 @@ class JointMCMC(BlockGibbs):
 
     name = "mcmc"
     exact = False
+    max_values = MAX_VALUES
 
     def __init__(self, model, chains: int = 4, warmup: int = 300, draws: int = 1000,
                  seed: int | None = None, workers: int | None = None, scheduler=None):
@@ -224,13 +225,7 @@ class JointMCMC(BlockGibbs):
         self._last = None
 
     # --- the model --------------------------------------------------------------------------
-    def _get(self, release):
-        last = self._last
-        if last is not None and last[0] is release:
-            return last[1]
-        m = self._model(release, MAX_VALUES)
-        self._last = (release, m)
-        return m
+    _get = JointEnumeration._get
 
     def _groups(self, release, prior) -> list:
         """A :class:`_GroupChain` per group with more than one candidate value somewhere."""
@@ -341,12 +336,7 @@ class JointMCMC(BlockGibbs):
             crng = np.random.default_rng(seeds[ch])
             out = np.broadcast_to(fixed, (self.draws, ncell)).copy()
             xs = [s[ch].copy() for _, s in moving]
-            it = 0
-            while it < n_it:
-                nb = min(50, n_it - it)
-                keep = it >= self.warmup
-                if not keep and it + nb > self.warmup:
-                    nb = self.warmup - it
+            for at, nb, keep in _chains.schedule(self.warmup, self.draws):
                 for (gc, _), x in zip(moving, xs):
                     K = len(gc.cells)
                     perms = np.argsort(crng.random((nb, K)), axis=1).astype(np.int64)
@@ -358,8 +348,7 @@ class JointMCMC(BlockGibbs):
                         raise RuntimeError(f"internal error: Monte Carlo chain {ch} left the "
                                            "support")
                     if keep:
-                        out[it - self.warmup:it - self.warmup + nb][:, gc.cells] = buf
-                it += nb
+                        out[at:at + nb][:, gc.cells] = buf
                 tick(nb)
             for gc, x in zip((g for g, _ in moving), xs):
                 if not np.isfinite(gc.loglik(x[None, :])[0]):

@@ -104,18 +104,12 @@ class LinkedGibbs(BlockGibbs):
             moves.seed(int(seeds[ch]))
             out = np.zeros((self.draws, N), np.int64)
             idle = np.zeros((1, 1), np.int64)
-            it = 0
-            while it < n_it:
-                n = min(CHUNK, n_it - it)
-                keep = it >= self.warmup
-                if not keep and it + n > self.warmup:
-                    n = self.warmup - it
-                buf = out[it - self.warmup:it - self.warmup + n] if keep else idle
+            for at, n, keep in _chains.schedule(self.warmup, self.draws, CHUNK):
+                buf = out[at:at + n] if keep else idle
                 w = sg.sweeps(x, pk.lo, pk.lw, pk.vptr, pk.vfac, pk.fptr, pk.fmem, pk.elo,
                               pk.elw, fsum, rows, cols, n, keep, buf, 1)
                 if not np.isfinite(w):
                     raise RuntimeError(f"internal error: set Gibbs chain {ch} left the support")
-                it += n
                 tick(n)
             if not np.array_equal(fsum, pk.sums(x)):
                 raise RuntimeError(f"internal error: set Gibbs chain {ch} lost its sums")

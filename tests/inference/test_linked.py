@@ -45,7 +45,7 @@ def _totals(rng, nd):
     return [k for k in options if rng.random() < 0.6]
 
 
-def _sample_published(rng, mech, x, table_values_list, numbers_list):
+def _sample_published(rng, mech, numbers_list):
     """Published values: keyed noise draws once per cell set, others per publication."""
     drawn = {}
     out = []
@@ -95,7 +95,7 @@ def _case(seed, kind):
         vals = ref.aggregate(x, spec)
         specs.append((labels, spec))
         numbers_list.append(ref.published_numbers(shape, spec, vals))
-    pubs = _sample_published(rng, mech, x, None, numbers_list)
+    pubs = _sample_published(rng, mech, numbers_list)
     releases, numbers = [], []
     for (labels, spec), nums, pub in zip(specs, numbers_list, pubs):
         dims = tuple(labels)

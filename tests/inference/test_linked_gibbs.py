@@ -82,3 +82,24 @@ def test_an_ordinary_agency_table_with_a_region_split_goes_to_monte_carlo():
         y = e.value
         ok = [span.prob(y, s) > 0 for s in np.unique(sums)]
         assert all(ok), (e, np.unique(sums))
+
+
+@pytest.mark.parametrize("scale", [300, 40_000])
+def test_monte_carlo_at_realistic_counts(scale):
+    """A region of hundreds (tens of thousands) published whole and in two parts, cell
+    key and random rounding together in one set: the chains agree with the exact route."""
+    rng = np.random.default_rng(scale)
+    x = rng.integers(scale // 2, scale, 2)
+    ck, rr = rk.CellKey(D=3, V=1.5), rk.RandomRounding(10)
+    keys = rng.random(3)
+    parts = np.array([ck.ptable.perturb(np.array([v]), np.array([k]))[0]
+                      for v, k in zip(x, keys[:2])])
+    whole = int(x.sum()) + int(rng.integers(-9, 10))
+    split = rk.Release(parts, margins={}, mechanism=ck, dims=("r",), coords={"r": ["a", "b"]})
+    merged = rk.Release(np.array([whole - whole % 10]), margins={}, mechanism=rr, dims=("r",),
+                        coords={"r": ["G"]})
+    rset = rk.ReleaseSet([split, merged], groups={"r": {"G": ["a", "b"]}})
+    prior = rk.priors.Poisson(0.75 * scale)
+    exact = rk.posterior(rset, prior)
+    mc = rk.posterior(rset, prior, route="mcmc", mcmc=MC)
+    monte_carlo_agrees(mc, exact)

@@ -25,7 +25,7 @@ import xarray as xr
 
 import riskengine as rk
 from riskengine.inference.gibbs import BlockGibbs
-from riskengine.mechanisms._base import select_route
+from riskengine.inference.resolve import route_for
 
 
 def _release(kind, shape, lam, seed):
@@ -291,7 +291,7 @@ def main(argv=None):
             row["max |mean diff| / MCSE"] = f"{z.max():.2f}"
             row["E[exact disclosures]"] += f" (exact {float(ex.prob_exact(t).sum()):.2f})"
         elif route == "mcmc":
-            r, why = select_route(rel, rk.priors.Uniform())
+            r, why = route_for(rel, rk.priors.Uniform())
             row["exact s"] = "joint route refused: " + why.split("joint: ")[1].split(";")[0]
             row["case"] += f" (n = {int(t.values.sum())}, {rel.mechanism.describe()})"
             row["auto"] = r.name
@@ -302,7 +302,7 @@ def main(argv=None):
             row["E[exact disclosures]"] += \
                 f" (cells route {float(cells.prob_exact(t).sum()):.2f})"
         elif kind.startswith("set"):
-            r, why = select_route(rel, rk.priors.Uniform())
+            r, why = route_for(rel, rk.priors.Uniform())
             row["exact s"] = "linked-dp passed over: " + why.split("linked-dp: ")[1].split(
                 ";")[0]
             row["case"] = "release set, cell key D=2 V=1"
@@ -310,7 +310,7 @@ def main(argv=None):
                            f"{rel.shape[1]} finest), mean {lam}")
         else:
             try:
-                r, _ = select_route(rel, rk.priors.Uniform(),
+                r, _ = route_for(rel, rk.priors.Uniform(),
                                     "dp" if len(shape) == 2 else "auto")
                 row["exact s"] = ("fits (not run)" if r.exact else
                                   "enumeration gave up after its 5e7-step probe")

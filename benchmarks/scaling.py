@@ -98,7 +98,8 @@ def dp_plans(rel, prior=None):
     """The table DP's plan in both orientations, the release's own first:
     ``[(rows dim, DP windows or None, (largest stage, total) stored states), ...]``."""
     route = next(r for r in rel.mechanism.routes if isinstance(r, _tabledp.TableDP))
-    plans = route.prepared(rel, prior or rk.priors.Uniform())
+    from riskengine.inference.resolve import plan
+    plans = route.prepared(plan(rel, prior))
     return [(ew.dims[0], win, st) for ew, win, _, st in plans]
 
 
@@ -119,9 +120,9 @@ def old_limit(plans) -> str:
 def select(rel, what, memory=None):
     """``(route name, None)`` or ``(None, refusal message)`` for ``what`` ("count" or
     "posterior+count"), as ``rk.count_candidates`` / ``rk.posterior`` resolve it."""
-    from riskengine.mechanisms._base import select_route
+    from riskengine.inference.resolve import route_for
     try:
-        r, reason = select_route(rel, rk.priors.Uniform(), "auto", memory, what)
+        r, reason = route_for(rel, rk.priors.Uniform(), "auto", memory, what)
     except ValueError as e:
         return None, str(e)
     if not r.exact:             # the exact frontier: a Monte Carlo route is not an answer here

@@ -59,11 +59,13 @@ differs, so results agree to rounding):
   became impossible; a leaf is canonical iff no shadow is still alive, and
   below a node where none is alive the bottom loops run (every leaf canonical).
   No leaf re-walks a vector.
-* **Threads**: the branches are split into many equal tasks, dealt round-robin
-  to slots with their own accumulators (padded apart: no false sharing); the
-  threads claim slots from an atomic counter, so a thread that is held up or a
-  slot of cheap (pruned) tasks costs no waiting, and the sums, taken slot by slot
-  in a fixed order, do not depend on the timing.
+* **Threads**: the branches are split into many equal tasks (``tasks``), dealt
+  round-robin to slots with their own accumulators (padded apart: no false sharing);
+  the workers (``slots_lut``, ``slots_offsets``) claim slots from an atomic counter,
+  so a thread that is held up or a slot of cheap (pruned) tasks costs no waiting, and
+  the sums, taken slot by slot in a fixed order (``finish``), do not depend on the
+  timing.  The threads themselves are the caller's
+  (``riskengine/inference/_cyclic_threads.py`` runs the workers side by side).
 * Key mode, and tables that would be too large (more than ``_LUT_LIMIT``
   entries, or more than 3^m / 4, when building them would cost more than it
   saves), use the offset-based walk (``_gwalk``): the direct implementation of
@@ -75,15 +77,14 @@ differs, so results agree to rounding):
 from __future__ import annotations
 
 from collections import namedtuple
-from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
-import numba
 import numpy as np
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._jit import SERIAL_BELOW, njit
+from ._jit import njit
 
 NEGATIVE = 0
 ANY_ZERO = 1
@@ -847,7 +848,7 @@ def _lwalk(prefix, base, sinit, fac, vc, ssum, tr_ptr, tr_lvl, tr_d, dmat, Lacc,
     return total, nvalid, ncanon
 
 
-# --- drivers ----------------------------------------------------------------------------
+# --- the problem's tables, and what a thread driver runs ---------------------------------
 
 @njit
 def _prepare(cyc_ptr, cyc_grp, cyc_coef, pmin, F, Fok, K, fin_ptr, fin_grp, rule, alpha, beta,
@@ -909,6 +910,34 @@ Problem = namedtuple("Problem", "cyc_ptr cyc_grp cyc_coef pmin F Fok K fin_ptr f
 Canon = namedtuple("Canon", "zset key_mode pivots key_base keys key_starts")
 
 
+class Tables(NamedTuple):
+    """What :func:`prepare` builds once per problem (``_prepare`` and ``_lut_build``) for
+    every walk over its branches; the kernels take the arrays one by one."""
+
+    # the offset walk (``_gwalk``), per entry t of a cycle / finalised group u / group g
+    epw: np.ndarray        # flat index of the offset at which the entry's group reaches 0
+    bcode: np.ndarray      # which coin its group blocks there (1: e = -1, 2: e = +1, 3: both)
+    qt: np.ndarray         # coin table, qt[4 c + 2 blocked_up + blocked_down]
+    fin_coef: np.ndarray   # the finalised group's coefficient in its last cycle
+    Fs: np.ndarray         # F, flat, -1.0 outside the support
+    ow0: np.ndarray        # flat index of offset 0 of each group
+    # the table walk (``_lwalk``; see "the table-driven walk" above)
+    lut: bool              # the tables fit the limit: walk on them (else on offsets)
+    A: np.ndarray          # coverage of each entry's group by the cycles above
+    stride: np.ndarray     # mixed-radix stride of each entry in its cycle's state (0: left out)
+    base: np.ndarray       # first table index of each cycle (base[m]: number of entries)
+    vbase: np.ndarray      # first per-state index of each cycle
+    sinit: np.ndarray      # each cycle's state at all offsets 0
+    fac: np.ndarray        # factor of (state, choice), -1.0 if impossible
+    facz: np.ndarray       # the same with 0.0 for impossible
+    vc: np.ndarray         # possible children per state
+    ssum: np.ndarray       # sum of facz per state
+    tr_ptr: np.ndarray     # state shifts k -> j (j < k): CSR pointers per k,
+    tr_lvl: np.ndarray     # ... the lower cycle j,
+    tr_d: np.ndarray       # ... and the shift D[k -> j]
+    dmat: np.ndarray       # dmat[8 k + j] = D[k -> j] for the bottom cycles (k < 8)
+
+
 def lut_limit(m: int, key_mode: bool) -> int:
     """Largest table walk (entries) worth building for m cycles; 0: walk on offsets.  An
     entry costs about as much as walking a few leaves the other way, so at most 3^m / 4
@@ -916,68 +945,15 @@ def lut_limit(m: int, key_mode: bool) -> int:
     return 0 if key_mode else min(_LUT_LIMIT, max(4096, 3 ** m // 4))
 
 
-def prepare(pb: Problem, limit: int) -> tuple:
-    """The tables of a problem that every walk over its branches uses (see ``walk``)."""
-    return _prepare(pb.cyc_ptr, pb.cyc_grp, pb.cyc_coef, pb.pmin, pb.F, pb.Fok, pb.K,
-                    pb.fin_ptr, pb.fin_grp, pb.rule, pb.alpha, pb.beta, pb.gamma, limit)
-
-
-def walk(prefixes, pb: Problem, canon: Canon, tab: tuple) -> tuple:
-    """Walk every branch in ``prefixes`` (one row of forced first choices each), in parallel,
-    with the tables ``tab = prepare(pb, limit)``.
-
-    Choices are 0, 1, 2 for e = +1, 0, -1.  Returns (Hg summed over branches, per-branch
-    total mass, per-branch valid counts, per-branch canonical counts).
-
-    The compiled parts are small on purpose (compile time): this wrapper splits the
-    branches into tasks, lets ``nth`` workers walk them (:func:`_slots_lut` /
-    :func:`_slots_offsets`, on threads) and ``_finish`` sum up.
-
-    Threads: the tasks are dealt round-robin to S slots (task t to slot t % S), each with
-    its own accumulators, rows padded apart (no false sharing).  The threads claim whole
-    slots as they go (an atomic counter): a thread that is held up, or a slot of cheap
-    tasks, costs no waiting; and as every slot is walked in a fixed order and the slots
-    are summed in a fixed order, the result does not depend on the timing.
-    """
-    m = pb.cyc_ptr.shape[0] - 1
-    G, W = pb.F.shape
-    lut, base, vbase = tab[6], tab[9], tab[10]
-    nent = int(base[m]) if lut else 1
-    n0 = int(vbase[1]) if lut else 1
-    tprefix, sub = _tasks(prefixes, m, canon.key_mode)
-    ntask = tprefix.shape[0]
-    nth = max(1, min(numba.get_num_threads(), ntask))
-    S = min(ntask, 32)
-    while S > nth and S * (G * W + nent + n0 + 48) > (1 << 23):
-        S -= 1
-    Ht = np.zeros((S, G * W + 16))
-    Lt = np.zeros((S, nent + 16))
-    W0t = np.zeros((S, n0 + 16))
-    tres = np.zeros((ntask, 3))
-    counter = np.zeros(16, np.int64)
-    zT, zsh, zs, zsf = _zshift(canon.zset, tab[16], tab[17], tab[18], pb.cyc_ptr, pb.cyc_grp,
-                               pb.cyc_coef, pb.fin_ptr, pb.fin_grp, G)
-    if float(3 ** min(m, 40)) < SERIAL_BELOW:
-        nth = 1
-    if lut:
-        (sinit, fac, vc, ssum, tr_ptr, tr_lvl, tr_d, dmat) = (tab[11], tab[12], tab[14],
-                                                              tab[15], tab[16], tab[17],
-                                                              tab[18], tab[19])
-        _on_threads(nth, _slots_lut, (counter, S, m, tprefix, Lt, W0t, tres, base, sinit, fac,
-                                      vc, ssum, tr_ptr, tr_lvl, tr_d, dmat, zT, zsh))
-    else:
-        _on_threads(nth, _slots_offsets, (counter, S, tprefix, sub, pb.cyc_ptr, pb.cyc_grp,
-                                          pb.cyc_coef, G, pb.K, pb.fin_ptr, pb.fin_grp, zT,
-                                          zs, zsf, canon.key_mode, canon.pivots,
-                                          canon.key_base, canon.keys, canon.key_starts, Ht,
-                                          tres, *tab[:6]))
-    return _finish(prefixes.shape[0], sub, tres, Ht, Lt, W0t, G, W, pb.K, pb.cyc_ptr,
-                   pb.cyc_grp, pb.cyc_coef, pb.fin_ptr, pb.fin_grp, lut, tab[7], tab[8], base,
-                   tab[13])
+def prepare(pb: Problem, limit: int) -> Tables:
+    """The tables of a problem that every walk over its branches uses."""
+    return Tables(*_prepare(pb.cyc_ptr, pb.cyc_grp, pb.cyc_coef, pb.pmin, pb.F, pb.Fok,
+                            pb.K, pb.fin_ptr, pb.fin_grp, pb.rule, pb.alpha, pb.beta,
+                            pb.gamma, limit))
 
 
 @njit
-def _tasks(prefixes, m, key_mode):
+def tasks(prefixes, m, key_mode):
     """Split the branches into equal tasks (extra forced levels, keeping >= 8 free levels
     below); keys are written per branch, so key mode keeps one task per branch."""
     nb_ = prefixes.shape[0]
@@ -1001,7 +977,7 @@ def _tasks(prefixes, m, key_mode):
 
 
 @njit
-def _zshift(zset, tr_ptr, tr_lvl, tr_d, cyc_ptr, cyc_grp, cyc_coef, fin_ptr, fin_grp, G):
+def zshift(zset, tr_ptr, tr_lvl, tr_d, cyc_ptr, cyc_grp, cyc_coef, fin_ptr, fin_grp, G):
     """Where the shadow paths e + z stand relative to e (the canonical test).
 
     zT[k, zi] = z_k.  Tables walk: zsh[k, zi] = sum_{i > k} z_i D[i -> k], the shift of
@@ -1031,7 +1007,7 @@ def _zshift(zset, tr_ptr, tr_lvl, tr_d, cyc_ptr, cyc_grp, cyc_coef, fin_ptr, fin
 
 
 @njit
-def _slots_lut(counter, S, m, tprefix, Lt, W0t, tres, base, sinit, fac, vc, ssum, tr_ptr,
+def slots_lut(counter, S, m, tprefix, Lt, W0t, tres, base, sinit, fac, vc, ssum, tr_ptr,
                tr_lvl, tr_d, dmat, zT, zsh):
     """One worker of the table walk (run on several threads at once, GIL released): claim
     slots until none is left, walk their tasks."""
@@ -1058,10 +1034,10 @@ def _slots_lut(counter, S, m, tprefix, Lt, W0t, tres, base, sinit, fac, vc, ssum
 
 
 @njit
-def _slots_offsets(counter, S, tprefix, sub, cyc_ptr, cyc_grp, cyc_coef, G, K, fin_ptr,
+def slots_offsets(counter, S, tprefix, sub, cyc_ptr, cyc_grp, cyc_coef, G, K, fin_ptr,
                    fin_grp, zT, zs, zsf, key_mode, pivots, key_base, keys, key_starts, Ht, tres,
                    epw, bcode, qt, fin_coef, Fs, ow0):
-    """One worker of the offset walk (as :func:`_slots_lut`)."""
+    """One worker of the offset walk (as :func:`slots_lut`)."""
     m = cyc_ptr.shape[0] - 1
     nz = zT.shape[1]
     ntask = tprefix.shape[0]
@@ -1085,20 +1061,9 @@ def _slots_offsets(counter, S, tprefix, sub, cyc_ptr, cyc_grp, cyc_coef, G, K, f
         sl = _fetch_add(counter, 0, 1)
 
 
-def _on_threads(nth: int, worker, args) -> None:
-    """``nth`` copies of a slot-claiming worker side by side (the kernels release the GIL);
-    compiling a plain kernel for this is several seconds faster than a ``prange`` loop."""
-    if nth <= 1:
-        worker(*args)
-        return
-    with ThreadPoolExecutor(nth) as ex:
-        for f in [ex.submit(worker, *args) for _ in range(nth)]:
-            f.result()
-
-
 @njit
-def _finish(nb_, sub, tres, Ht, Lt, W0t, G, W, K, cyc_ptr, cyc_grp, cyc_coef, fin_ptr, fin_grp,
-            lut, A, stride, base, facz):
+def finish(nb_, sub, tres, Ht, Lt, W0t, G, W, K, cyc_ptr, cyc_grp, cyc_coef, fin_ptr, fin_grp,
+           lut, A, stride, base, facz):
     """Sum the slots (in a fixed order) and the tasks of each branch."""
     m = cyc_ptr.shape[0] - 1
     S = Ht.shape[0]

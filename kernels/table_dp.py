@@ -3,8 +3,8 @@
 Plain arrays in, plain arrays out.  The table has r rows and c columns; every
 interior cell x_ij takes values ``lo[i, j] + w`` (w < W) with weight
 ``cw[i, j, w]`` (0 = impossible); every column total takes ``clo[j] + w`` with
-weight ``kw[j, w]``; row totals and the grand total enter through ``init``, the
-weight of each vector of row totals (the start state).
+weight ``kw[j, w]``; row totals and the grand total enter through their log-weights
+(``start``): the weight of each vector of row totals (the start state).
 
 State: the vector of *remaining* row sums s plus the partial sum p of the
 current column.  Cells are added one at a time in column-major order; at the
@@ -42,6 +42,7 @@ import numpy as np
 from numba import prange
 
 from ._jit import njit, threads_for
+from .checkpoints import checkpoint_plan
 
 _NCHUNK = 128
 
@@ -495,7 +496,36 @@ def n_states(row_lo_hi, lo, cw, clo, kw, derived):
     return float(per.max()), float(per.sum())
 
 
-def run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums,
+def start_weights(roff, rsize, start, indicator: bool = False):
+    """Weights of every vector of row totals in the box ``roff + [0, rsize)`` (mixed radix,
+    last row fastest): the row totals' log-weights plus the grand total's (a function of
+    their sum), from ``start = (row_lo (r,), row_lw (r, Wr), grand_lo, grand_lw (Wg,))``.
+    Returns ``(weights, log scale)``: ``exp(lw - scale)`` with the largest weight 1
+    (``indicator``: 1.0 where the weight is positive, scale 0)."""
+    row_lo, row_lw, grand_lo, grand_lw = start
+    lw = np.zeros(1)
+    tot = np.zeros(1, np.int64)
+    for i in range(len(rsize)):
+        vals = roff[i] + np.arange(rsize[i])
+        k = vals - row_lo[i]
+        row = np.full(rsize[i], -np.inf)
+        ok = (k >= 0) & (k < row_lw.shape[1])
+        row[ok] = row_lw[i, k[ok]]
+        lw = (lw[:, None] + row[None, :]).ravel()
+        tot = (tot[:, None] + vals[None, :]).ravel()
+    g = tot - grand_lo
+    gok = (g >= 0) & (g < grand_lw.shape[0])
+    glw = np.full(lw.size, -np.inf)
+    glw[gok] = grand_lw[g[gok]]
+    lw = lw + glw
+    fin = np.isfinite(lw)
+    if indicator:
+        return fin.astype(float), 0.0
+    mx = lw[fin].max() if fin.any() else 0.0
+    return np.where(fin, np.exp(lw - mx), 0.0), float(mx)
+
+
+def run(start, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums,
         limbs=0, posterior=True, max_states=2e8):
     """See :func:`_run` (small problems run on one thread)."""
     W = cw.shape[2]
@@ -506,51 +536,8 @@ def run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_sta
     # weights beyond the floats' range show in the result (log_z inf or NaN), which the
     # caller checks and answers by re-anchoring the weights: no warning on the way
     with threads_for(work), np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        return _run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived,
+        return _run(start, row_lo_hi, lo, cw, cind, clo, kw, kind, derived,
                     col_start_sums, limbs, posterior, max_states)
-
-
-def checkpoint_plan(per, max_states):
-    """Which forward stages to keep: all when they fit ``max_states``, else the checkpoints
-    that minimise the peak (stored checkpoints plus the largest segment the backward pass
-    recomputes from one), found by a small dynamic program over the stages for a range of
-    segment caps.  Returns (keep mask, stored states at the peak)."""
-    per = np.asarray(per, dtype=float)[:-1]
-    T = len(per)
-    full = float(per.sum())
-    if full <= max_states or T <= 2:
-        return np.ones(T, bool), full
-    cs = np.concatenate([[0.0], np.cumsum(per)])
-
-    def inner(a, b):                     # stored states of the stages a+1..b-1
-        return cs[b] - cs[a + 1] if b > a + 1 else 0.0
-
-    caps = np.unique(np.concatenate([per, [0.0]]))
-    caps = np.unique(np.concatenate([caps, np.geomspace(max(per.max(), 1.0), max(full, 1.0),
-                                                        40)]))
-    best = (full, np.ones(T, bool))
-    for S in caps:
-        f = np.full(T, np.inf)
-        prev = np.full(T, -1)
-        f[0] = per[0]
-        for t in range(1, T):
-            for u in range(t - 1, -1, -1):
-                if inner(u, t) > S:
-                    break
-                if f[u] + per[t] < f[t]:
-                    f[t], prev[t] = f[u] + per[t], u
-        ends = [t for t in range(T) if inner(t, T) <= S and np.isfinite(f[t])]
-        if not ends:
-            continue
-        t = min(ends, key=lambda x: f[x])
-        peak = f[t] + S
-        if peak < best[0]:
-            keep = np.zeros(T, bool)
-            while t >= 0:
-                keep[t] = True
-                t = prev[t]
-            best = (peak, keep)
-    return best[1], float(best[0])
 
 
 class _Stages:
@@ -608,19 +595,21 @@ class _Stages:
                      pmax)
         return out, cout, pmax
 
-    def forward(self, init, init_ind, keep):
-        """The forward pass: ``(fwd, invs, a, ca, inv, logscale)`` -- the stages kept
-        (``keep``, posterior only), each step's scale factor, the last stage (float and
-        limbs), the scale factor still to apply to it and the log of those applied."""
+    def forward(self, start, keep):
+        """The forward pass: ``(fwd, invs, a, ca, inv, logscale, start_scale)`` -- the
+        stages kept (``keep``, posterior only), each step's scale factor, the last stage
+        (float and limbs), the scale factor still to apply to it, the log of those applied
+        and the log scale taken out of the start weights (:func:`start_weights`)."""
         posterior, L, u1 = self.posterior, self.L, self.u1
         a = self.f1
+        start_scale = 0.0
         if posterior:
             a = np.zeros(self.sizes[0])
-            a[:, 0] = init(self.roffs[0], self.rsizes[0])
+            a[:, 0], start_scale = start_weights(self.roffs[0], self.rsizes[0], start)
         ca = u1
         if L:
             ca = np.zeros(self.sizes[0] + (L,), np.uint64)
-            ca[:, 0, 0] = init_ind(self.roffs[0], self.rsizes[0]) > 0
+            ca[:, 0, 0] = start_weights(self.roffs[0], self.rsizes[0], start, True)[0] > 0
         # deferred rescaling: each step multiplies by 1 / (largest entry of its input)
         m = a.max() if posterior else 1.0
         inv = 1.0 / m if m > 0.0 else 1.0
@@ -637,7 +626,7 @@ class _Stages:
                 inv = 1.0 / m if m > 0.0 else 1.0
                 logscale += np.log(m) if m > 0.0 else 0.0
             a, ca = out, (cout if L else u1)
-        return fwd, invs, a, ca, inv, logscale
+        return fwd, invs, a, ca, inv, logscale, start_scale
 
     def back(self, fwd, invs):
         """The forward stages from the last step's input down to the first: yields
@@ -667,15 +656,15 @@ def _plan_memory(dp, max_states, posterior=True):
     return keep
 
 
-def _run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums,
+def _run(start, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums,
          limbs=0, posterior=True, max_states=2e8):
     """Forward (and backward) pass over the table.
 
     Parameters
     ----------
-    init, init_ind : callable(roff, rsize) -> float64 (S,)
-        Weight (and 0/1 indicator) of each start state (vector of row totals) in the
-        given box (mixed radix, last row fastest).
+    start : (row_lo (r,), row_lw (r, Wr), grand_lo, grand_lw (Wg,))
+        Log-weights of the row totals and of the grand total: the weight of each start
+        state (vector of row totals, :func:`start_weights`).
     row_lo_hi : int64 (r, 2)   range of each row total
     lo, cw, cind : int64 (r, c), float64 (r, c, W), bool (r, c, W)
         cell windows, weights and which values are possible (positive weight)
@@ -690,18 +679,19 @@ def _run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_st
 
     Returns
     -------
-    dict: z, log_z (posterior), count (limbs > 0, Python int modulo 2^(64 L)); with
+    dict: z, log_z (posterior; without the start weights' ``start_scale``, also returned),
+    count (limbs > 0, Python int modulo 2^(64 L)); with
     posterior also normalised cell marginals (r, c, W), column-total marginals (c, Wc)
     and the start-state marginal with its box (roff0, rsize0).
     """
     dp = _Stages(row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums, limbs,
                  posterior)
     keep = _plan_memory(dp, max_states, posterior)
-    res = {"z": 0.0, "log_z": -np.inf, "count": 0}
+    res = {"z": 0.0, "log_z": -np.inf, "count": 0, "start_scale": 0.0}
     if not dp.live():
         return res
     L = dp.L
-    fwd, invs, a, ca, inv, logscale = dp.forward(init, init_ind, keep)
+    fwd, invs, a, ca, inv, logscale, res["start_scale"] = dp.forward(start, keep)
     roffs, rsizes, plos, phis = dp.roffs, dp.rsizes, dp.plos, dp.phis
     at_zero = bool((roffs[-1] == 0).all())
     if L and at_zero:
@@ -737,7 +727,7 @@ def _run(init, init_ind, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_st
     return res
 
 
-def sample(init, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums, n, rng,
+def sample(start, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums, n, rng,
            max_states=2e8):
     """``n`` independent tables from the exact posterior: forward filtering, backward
     sampling (small problems run on one thread).
@@ -749,7 +739,7 @@ def sample(init, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums
     the cell's or the column total's weight), all draws at once in one kernel call per
     step with uniforms from ``rng`` (numpy Generator): the draws depend only on its state.
     The first cell step picks the start state (the vector of row totals) from the
-    initial weights.  Arguments as for :func:`_run` (``init``: start-state weights).
+    initial weights.  Arguments as for :func:`_run`.
 
     Returns
     -------
@@ -762,18 +752,18 @@ def sample(init, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums
     work = float(_stored(rsizes, plos, phis, csizes, derived).sum()) * max(W, 1)
     with threads_for(max(work, float(n) * len(plos) * max(W, 1))), \
             np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # as in run()
-        return _sample(init, row_lo_hi, lo, cw, cind, clo, kw, kind, derived,
+        return _sample(start, row_lo_hi, lo, cw, cind, clo, kw, kind, derived,
                        col_start_sums, int(n), rng, max_states)
 
 
-def _sample(init, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums, n, rng,
+def _sample(start, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums, n, rng,
             max_states):
     dp = _Stages(row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums)
     keep = _plan_memory(dp, max_states)
     res = {"z": 0.0, "log_z": -np.inf, "tables": None}
     if not dp.live():
         return res
-    fwd, invs, a, _, inv, logscale = dp.forward(init, None, keep)
+    fwd, invs, a, _, inv, logscale, _ = dp.forward(start, keep)
     if not (dp.roffs[-1] == 0).all():
         return res
     z = a[0, 0] * inv

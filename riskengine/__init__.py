@@ -14,106 +14,90 @@ probabilities and utility.  It also implements the protection methods.
 >>> post = rk.posterior(rel, prior=rk.priors.Uniform())
 >>> post.pmf.dims
 ('v', 'w', 'value')
+
+The namespace is lazy (PEP 562): ``import riskengine`` loads no mechanism, kernel,
+NumPy, matplotlib, dask or arviz; each name imports its module when it is first used.
+:data:`_NAMES` says where every name lives; the mechanism classes and their functional
+forms (``rk.CellKey``, ``rk.suppress``, ``rk.frechet_bounds``, ...) are the names of the
+mechanism modules' ``__all__``, found by :func:`riskengine.mechanisms.index` without
+importing any mechanism module, so asking for one loads that mechanism only.
 """
 
-import sys as _sys
+from ._version import __version__ as __version__
 
-from ._version import __version__
-
-
-def _imported_by_the_command() -> bool:
-    """True only when the ``riskengine`` console script imports ``riskengine.cli``.
-
-    The command then loads what a subcommand needs when it runs, so that ``riskengine
-    --help`` and argument errors answer without importing NumPy, xarray, SciPy or Numba.
-    Every other import (``import riskengine``, a test, ``python -m riskengine.cli``, a
-    worker unpickling a task) loads the whole library here, as always.
-    """
-    script = _sys.argv[0] if _sys.argv and isinstance(_sys.argv[0], str) else ""
-    script = script.replace("\\", "/").rpartition("/")[2]
-    if script.removesuffix(".exe").removesuffix("-script.py") != "riskengine":
-        return False
-    f = _sys._getframe(1)
-    while f is not None:           # this package imported as the parent of riskengine.cli
-        if f.f_code.co_name == "_find_and_load" and f.f_locals.get("name") == f"{__name__}.cli":
-            return True
-        f = f.f_back
-    return False
-
-
-#: the library is not loaded yet (the command line's fast start; see above): the first
-#: attribute asked for loads it (``__getattr__``)
-_LAZY = _imported_by_the_command()
-
-if not _LAZY:
-    # this block also loads the deprecated module paths (riskengine.linear, .audit, .suppress,
-    # .cta, .cta_bivariate, .sensitivity, .contributions) before the functions of the same names
-    # are bound below, so that importing them later cannot rebind rk.audit & co. to modules
-    from . import (  # noqa: F401
-        audit,
-        contributions,
-        cta,
-        cta_bivariate,
-        cycles,
-        generators,
-        linear,
-        priors,
-        sensitivity,
-        suppress,
-        tabular,
-    )
-    from . import mechanisms as _mechanisms
-    from ._io import read_csv_long, read_csv_wide, read_netcdf, read_table
-    from .inference.sis import CountEstimate, estimate_count
-    from .mechanisms import Mechanism
-    from .mechanisms._base import MonteCarlo
-    from .posterior import Posterior, count_candidates, posterior
-    from .release import Release
-    from .release_set import ReleaseSet
-    from .table import Table
-
-    # every mechanism class and functional form (rk.suppress, rk.cta, rk.frechet_bounds, ...):
-    # a new mechanism module's __all__ lands here without an edit
-    globals().update(_mechanisms.load())
-
-    from . import measures, statistics
-    from .analyze import Analysis, analyze
-    from .compare import compare
-    from .magnitude import sensitivity  # noqa: F811
-    from .magnitude.audit import audit  # noqa: F811
-    from .magnitude.contributions import Contributions, contributions  # noqa: F811
-    from .simulate import simulate
-    from .verdict import Verdict, verdict
-
-    __all__ = [  # noqa: RUF022  (grouped by topic, not sorted)
-        # tables, releases, inference
-        "Table", "Release", "ReleaseSet", "Posterior", "posterior", "count_candidates", "estimate_count",
-        "CountEstimate", "MonteCarlo", "priors", "tabular",
-        "read_table", "read_csv_long", "read_csv_wide", "read_netcdf", "__version__",
-        # mechanisms (and below, every name a mechanism module exports)
-        "Mechanism", "cycles",
-        # magnitude tables
-        "contributions", "Contributions", "sensitivity", "audit",
-        # the three uses
-        "measures", "compare", "simulate", "generators", "plots", "write_report",
-        # the user's analysis
-        "analyze", "Analysis", "statistics",
-        # the review board's verdict
-        "verdict", "Verdict",
-    ]
-    __all__ += sorted(_mechanisms.EXPORTS)  # noqa: PLE0605  (the mechanism modules' names)
+#: public name -> "module:attribute" ("module" alone: the name is that module); the
+#: mechanism modules' names are added by riskengine.mechanisms.index()
+_NAMES = {  # grouped by topic, not sorted
+    # tables, releases, inference
+    "Table": "riskengine.table:Table",
+    "Release": "riskengine.release:Release",
+    "ReleaseSet": "riskengine.release_set:ReleaseSet",
+    "Posterior": "riskengine._posterior:Posterior",
+    "posterior": "riskengine.inference.resolve:posterior",
+    "count_candidates": "riskengine.inference.resolve:count_candidates",
+    "routes": "riskengine.inference.registry:routes",
+    "estimate_count": "riskengine.inference.sis:estimate_count",
+    "CountEstimate": "riskengine.inference.sis:CountEstimate",
+    "MonteCarlo": "riskengine.protocol:MonteCarlo",
+    "priors": "riskengine.priors",
+    "tabular": "riskengine.tabular",
+    "read_table": "riskengine._io:read_table",
+    "read_csv_long": "riskengine._io:read_csv_long",
+    "read_csv_wide": "riskengine._io:read_csv_wide",
+    "read_netcdf": "riskengine._io:read_netcdf",
+    # mechanisms (and every name a mechanism module exports)
+    "Mechanism": "riskengine.protocol:Mechanism",
+    "cycles": "riskengine.cycles",
+    # magnitude tables
+    "contributions": "riskengine.magnitude.contributions:contributions",
+    "Contributions": "riskengine.magnitude.contributions:Contributions",
+    "sensitivity": "riskengine.magnitude.sensitivity",
+    "audit": "riskengine.magnitude.audit:audit",
+    # the three uses
+    "measures": "riskengine.measures",
+    "compare": "riskengine._compare:compare",
+    "simulate": "riskengine._simulate:simulate",
+    "generators": "riskengine.generators",
+    "plots": "riskengine.plots",
+    "write_report": "riskengine.report:write_report",
+    # the user's analysis
+    "analyze": "riskengine._analyze:analyze",
+    "Analysis": "riskengine._analyze:Analysis",
+    "statistics": "riskengine.statistics",
+    # the review board's verdict
+    "verdict": "riskengine._verdict:verdict",
+    "Verdict": "riskengine._verdict:Verdict",
+}
 
 
-def __getattr__(name):
-    # plots and reports load matplotlib only when first used (keeps `import riskengine` fast)
+def _mechanism_names() -> dict:
+    """The names of the mechanism modules' ``__all__`` -> "module:attribute" (read from
+    their source: no mechanism is imported)."""
+    from .mechanisms import exports
+    return {n: f"riskengine.mechanisms.{m}:{n}" for n, m in exports().items()
+            if n not in _NAMES}
+
+
+def _public() -> list:
+    return ["__version__", *_NAMES, *sorted(_mechanism_names())]
+
+
+def __getattr__(name: str):
+    if name == "__all__":
+        return _public()
+    target = _NAMES.get(name)
+    if target is None and not name.startswith("_"):
+        target = _mechanism_names().get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
-    if name == "plots":
-        return importlib.import_module(".plots", __name__)
-    if name == "write_report":
-        return importlib.import_module(".report", __name__).write_report
-    # the command line's fast start: the first name asked for (not by the import system
-    # probing for a submodule, `from . import x`) runs this file again, loading everything
-    if _LAZY and _sys._getframe(1).f_globals.get("__name__") != "importlib._bootstrap":
-        module = importlib.reload(_sys.modules[__name__])
-        return getattr(module, name)
-    raise AttributeError(f"module 'riskengine' has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    value = importlib.import_module(module)
+    if attr:
+        value = getattr(value, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted({*globals(), *_public()})

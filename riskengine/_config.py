@@ -54,7 +54,7 @@ import numpy as np
 
 from . import generators, priors
 from ._io import read_table
-from .mechanisms._base import lookup
+from .protocol import lookup
 from .table import Table
 
 COMPARE_KEYS = ("seed", "draws", "level", "table", "priors", "mechanisms")

@@ -156,6 +156,24 @@ def read_csv_long(path, value: str | None = None, dims=None, margins=None) -> Ta
     """Long form: one column per dim plus a value column (default: the last column).
 
     Every combination of categories must appear exactly once.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The CSV file; its header row names the columns.
+    value : str, optional
+        The column holding the cell values (default: the last column).
+    dims : sequence of str, optional
+        The columns holding the categories, in the order of the table's dims (default:
+        every column but the value column).
+    margins : sequence of tuples, optional
+        Published marginal configurations (see :class:`~riskengine.Table`); default: all
+        totals of a 2-D table, every (k-1)-way margin of a k-D table.
+
+    Returns
+    -------
+    Table
+        The table, with the labels in order of first appearance.
     """
     dims, labels, cells = _long_grid(path, value, dims)
     shape = tuple(len(labels[d]) for d in dims)
@@ -196,6 +214,22 @@ def read_csv_wide(path, dims=("row", "column"), margins=None) -> Table:
     """Wide 2-D form: first column row labels, header row column labels.
 
     A header cell in the first column (e.g. ``v\\w``) may name the dims as ``row\\col``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The CSV file.
+    dims : tuple of two str, optional
+        The names of the row and column dims, unless the corner cell names them
+        (default ``("row", "column")``).
+    margins : sequence of tuples, optional
+        Published marginal configurations (see :class:`~riskengine.Table`); default: all
+        totals of a 2-D table, every (k-1)-way margin of a k-D table.
+
+    Returns
+    -------
+    Table
+        The 2-D table.
     """
     dims, labels, cells = _wide_grid(path, dims)
     shape = tuple(len(labels[d]) for d in dims)
@@ -403,6 +437,24 @@ def write_published(release, path) -> None:
 
 
 def read_netcdf(path, variable: str | None = None, margins=None) -> Table:
+    """Read a table from one variable of a netCDF file (dims and coords as stored).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The netCDF file.
+    variable : str, optional
+        The data variable holding the cell values; needed only when the file holds more
+        than one.
+    margins : sequence of tuples, optional
+        Published marginal configurations (see :class:`~riskengine.Table`); default: all
+        totals of a 2-D table, every (k-1)-way margin of a k-D table.
+
+    Returns
+    -------
+    Table
+        The table, with the variable's dims, coords and name.
+    """
     ds = xr.open_dataset(path)
     try:
         if variable is None:
@@ -417,7 +469,25 @@ def read_netcdf(path, variable: str | None = None, margins=None) -> Table:
 
 
 def read_table(path, format: str | None = None, **kwargs) -> Table:
-    """Read a table from CSV (long or wide, detected) or netCDF."""
+    """Read a table from CSV (long or wide, detected) or netCDF.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file; a ``.nc``, ``.nc4`` or ``.cdf`` suffix means netCDF.
+    format : {"long", "wide", "netcdf"}, optional
+        The layout; default: netCDF by suffix, else a CSV whose corner cell is empty or
+        names the dims (``v\\w``) is wide, and any other is long (a pandas crosstab with
+        the row dim's name in the corner is read as wide).
+    **kwargs
+        Passed to :func:`read_csv_long`, :func:`read_csv_wide` or :func:`read_netcdf`
+        (``margins``, ``dims``, ``value``, ``variable``).
+
+    Returns
+    -------
+    Table
+        The table read.
+    """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")

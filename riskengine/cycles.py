@@ -23,6 +23,22 @@ def staircase(n: int, m: int) -> np.ndarray:
     row i, and -1 at (i, (i + k + 1) mod m) for i < n - 1 and at (n - 1, k), so each
     cycle is a closed alternating path through n distinct columns.  For n > m the
     design of the transposed table is used.  With n == m this is :func:`diagonal`.
+
+    Parameters
+    ----------
+    n, m : int
+        The table's numbers of rows and columns, each >= 2.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 array of shape ``(max(n, m), n, m)``, entries in {-1, 0, +1}.
+
+    Examples
+    --------
+    >>> import riskengine as rk
+    >>> rk.cycles.coverage(rk.cycles.staircase(2, 3)).tolist()
+    [[2, 2, 2], [2, 2, 2]]
     """
     n = V.integer(n, "n", 2)
     m = V.integer(m, "m", 2)
@@ -41,6 +57,16 @@ def diagonal(n: int) -> np.ndarray:
     """Seed 003's n x n design: cycle k has +1 at (i, i+k mod n), -1 at (i, i+k+1 mod n).
 
     Every cell lies in exactly two cycles; the n cycles sum to zero (linearly dependent).
+
+    Parameters
+    ----------
+    n : int
+        The table's number of rows and of columns, >= 2.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 array of shape ``(n, n, n)``, entries in {-1, 0, +1}.
     """
     n = V.integer(n, "n", 2)
     c = np.zeros((n, n, n), dtype=np.int64)
@@ -65,6 +91,11 @@ def seed003_three_way() -> np.ndarray:
 
     M_s is M_1 with its rows rolled down by s - 1; every 2-way margin of each is zero
     and the four sum to zero.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 array of shape ``(4, 4, 4, 3)``, entries in {-1, 0, +1}.
     """
     m1 = np.transpose(_SEED003_M1, (1, 2, 0))  # (i, j, k)
     return np.stack([np.roll(m1, s, axis=0) for s in range(4)])
@@ -75,6 +106,20 @@ def elementary_moves(shape, count: int, rng: np.random.Generator) -> np.ndarray:
 
     A 2 x 2 move is +1 at (i, j), (i', j'), -1 at (i, j'), (i', j); the 2 x 2 x 2 move
     has sign (-1)^(number of primed indices).  They keep every (k-1)-way margin.
+
+    Parameters
+    ----------
+    shape : sequence of int
+        The table's shape; every dim needs >= 2 categories.
+    count : int
+        The number of moves.
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 array of shape ``(count, *shape)``, entries in {-1, 0, +1}.
     """
     shape = tuple(int(s) for s in shape)
     if any(s < 2 for s in shape):
@@ -91,13 +136,35 @@ def elementary_moves(shape, count: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def coverage(cycles: np.ndarray) -> np.ndarray:
-    """Number of cycles touching each cell."""
+    """Number of cycles touching each cell.
+
+    Parameters
+    ----------
+    cycles : array-like
+        A design, shape ``(m, *table_shape)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        int array of the table's shape.
+    """
     return (np.asarray(cycles) != 0).sum(axis=0)
 
 
 def entries(cycles) -> np.ndarray:
     """A design's entries as int64 ``(m, *shape)``: integers in {-1, 0, +1}, no cycle all
-    zero, at least one cycle; else ``ValueError`` naming the cycle."""
+    zero, at least one cycle; else ``ValueError`` naming the cycle.
+
+    Parameters
+    ----------
+    cycles : array-like
+        A design, shape ``(m, *table_shape)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 array of shape ``(m, *table_shape)``, entries in {-1, 0, +1}.
+    """
     c = np.asarray(cycles)
     if c.ndim < 2:
         raise ValueError(f"cycles must have shape (m, *table_shape), got shape {c.shape}")
@@ -121,7 +188,26 @@ def entries(cycles) -> np.ndarray:
 def check(cycles, shape, dims=None, margins=None) -> np.ndarray:
     """Validate a design against a table structure; return it as int64 (m, *shape).
 
-    Raises ValueError naming the cycle and the margin it breaks.
+    Parameters
+    ----------
+    cycles : array-like
+        A design, shape ``(m, *shape)`` (or one cycle of ``shape``).
+    shape : sequence of int
+        The table's shape.
+    dims : sequence of str, optional
+        The table's dims (default ``dim_0, dim_1, ...``).
+    margins : sequence of tuples, optional
+        The published margin configurations (default: as for :class:`~riskengine.Table`).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 array of shape ``(m, *shape)``, entries in {-1, 0, +1}.
+
+    Raises
+    ------
+    ValueError
+        Naming the cycle and the entry or published margin it breaks.
     """
     c = np.asarray(cycles)
     shape = tuple(int(s) for s in shape)
@@ -161,7 +247,20 @@ DESIGNS = ("diagonal", "staircase", "seed003_three_way")
 
 def design(name: str, shape) -> np.ndarray:
     """The named design for a table of ``shape``: ``"diagonal"`` (n x n), ``"staircase"``
-    (n x m) or ``"seed003_three_way"`` (4 x 4 x 3)."""
+    (n x m) or ``"seed003_three_way"`` (4 x 4 x 3).
+
+    Parameters
+    ----------
+    name : {"diagonal", "staircase", "seed003_three_way"}
+        The design.
+    shape : sequence of int
+        The table's shape, which the design must fit.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 array of shape ``(m, *shape)``, entries in {-1, 0, +1}.
+    """
     V.choice(name, "design", DESIGNS)
     shape = tuple(int(s) for s in shape)
     if name == "seed003_three_way":

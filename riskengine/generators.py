@@ -39,7 +39,18 @@ class Generator:
         self.dims, self.coords, self.margins = proto.dims, proto.coords, proto.margins
 
     def draw(self, rng: np.random.Generator) -> Table:
-        """One original table drawn with ``rng``."""
+        """One original table drawn with ``rng``.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The source of randomness (same seed, same table).
+
+        Returns
+        -------
+        Table
+            A table of counts with the generator's dims, labels and published structure.
+        """
         if not isinstance(rng, np.random.Generator):
             raise TypeError("rng must be a numpy.random.Generator "
                             f"(np.random.default_rng(seed)), got {type(rng).__name__}")
@@ -50,6 +61,13 @@ class Generator:
         raise NotImplementedError
 
     def to_dict(self) -> dict:
+        """The generator as plain JSON-able data.
+
+        Returns
+        -------
+        dict
+            ``{"name": ..., its parameters..., "dims": [...]}``.
+        """
         return {"name": self.name, **self._params(), "dims": list(self.dims)}
 
     def __repr__(self) -> str:
@@ -104,6 +122,13 @@ class Poisson(Generator):
         return {"rate": self.rate.tolist(), "shape": list(self.shape)}
 
     def describe(self) -> str:
+        """A short name with the parameters (for reports and ``repr``).
+
+        Returns
+        -------
+        str
+            E.g. ``Poisson(rate=2.0, shape=(3, 4))``.
+        """
         r = float(self.rate) if self.rate.ndim == 0 else f"array{self.rate.shape}"
         return f"Poisson(rate={r}, shape={self.shape})"
 
@@ -112,6 +137,15 @@ class Multinomial(Generator):
     """A multinomial table: ``n`` units spread over the cells with probabilities ``probs``.
 
     ``probs`` (array of the table shape, nonnegative) must sum to 1 within 1e-9.
+
+    Parameters
+    ----------
+    n : int
+        The number of units, >= 0.
+    probs : array-like
+        Cell probabilities, of the table's shape; finite, >= 0, summing to 1.
+    dims, coords, margins
+        As for :class:`rk.Table`.
     """
 
     name = "multinomial"
@@ -135,12 +169,27 @@ class Multinomial(Generator):
         return {"n": self.n, "probs": self.probs.tolist()}
 
     def describe(self) -> str:
+        """A short name with the parameters (for reports and ``repr``).
+
+        Returns
+        -------
+        str
+            E.g. ``Multinomial(n=100, shape=(3, 4))``.
+        """
         return f"Multinomial(n={self.n}, shape={self.shape})"
 
 
 class Resample(Multinomial):
     """Multinomial resampling of a real table: ``n`` units (default: its total) with the
-    table's cell proportions as probabilities; dims, labels and published totals kept."""
+    table's cell proportions as probabilities; dims, labels and published totals kept.
+
+    Parameters
+    ----------
+    table : Table or array-like
+        A table of counts with a positive total.
+    n : int, optional
+        The number of units (default: the table's total).
+    """
 
     name = "resample"
 
@@ -160,4 +209,11 @@ class Resample(Multinomial):
         return {"n": self.n, "table": self.table.values.tolist()}
 
     def describe(self) -> str:
+        """A short name with the parameters (for reports and ``repr``).
+
+        Returns
+        -------
+        str
+            E.g. ``Resample(n=100, shape=(3, 4))``.
+        """
         return f"Resample(n={self.n}, shape={self.shape})"

@@ -32,7 +32,7 @@ import numpy as np
 import xarray as xr
 
 from . import statistics as _stats
-from .posterior import Posterior
+from ._posterior import Posterior
 from .table import Table
 
 __all__ = ["DEFINITIONS", "chi_square", "cramers_v", "expected_exact", "hellinger",
@@ -92,6 +92,19 @@ def _label(da: xr.DataArray, name: str, **attrs) -> xr.DataArray:
 def interval_width(post: Posterior, level: float = 0.95) -> xr.DataArray:
     """Per-cell width (upper - lower) of the equal-tailed credible interval.
 
+    Parameters
+    ----------
+    post : Posterior
+        The intruder's posterior (:func:`riskengine.posterior`).
+    level : float, default 0.95
+        The credible level of the intervals.
+
+    Returns
+    -------
+    xarray.DataArray
+        The width of each cell's interval (0: the value is known), the level and the
+        definition in ``attrs``.
+
     Examples
     --------
     >>> import numpy as np, riskengine as rk
@@ -105,7 +118,20 @@ def interval_width(post: Posterior, level: float = 0.95) -> xr.DataArray:
 
 
 def expected_exact(post: Posterior, truth) -> float:
-    """Expected number of exactly disclosed cells: sum of ``prob_exact`` over interior cells."""
+    """Expected number of exactly disclosed cells: sum of ``prob_exact`` over interior cells.
+
+    Parameters
+    ----------
+    post : Posterior
+        The intruder's posterior (:func:`riskengine.posterior`).
+    truth : array-like, Table or xarray.DataArray
+        The original table (a labelled one is matched to the posterior by labels).
+
+    Returns
+    -------
+    float
+        ``sum over interior cells of Pr(cell == truth | release)``.
+    """
     _post(post)
     return float(post.expected_exact_disclosures(_truth(truth, post)))
 
@@ -116,6 +142,20 @@ def risk(post: Posterior, truth, level: float = 0.95) -> xr.Dataset:
     Variables ``prob_exact``, ``prob_published``, ``max_prob``, ``interval_width``,
     ``prob_small`` (each with its definition in ``attrs``); ``attrs["expected_exact"]``
     is the expected number of exactly disclosed cells.
+
+    Parameters
+    ----------
+    post : Posterior
+        The intruder's posterior (:func:`riskengine.posterior`).
+    truth : array-like, Table or xarray.DataArray
+        The original table (a labelled one is matched to the posterior by labels).
+    level : float, default 0.95
+        The credible level of the intervals.
+
+    Returns
+    -------
+    xarray.Dataset
+        The five per-cell measures over the table's dims.
     """
     _post(post)
     t = _truth(truth, post)
@@ -135,7 +175,20 @@ def risk(post: Posterior, truth, level: float = 0.95) -> xr.Dataset:
 def released_values(release, fill: Posterior | None = None) -> np.ndarray:
     """The user's reading of a release: published interior values as floats, with
     unpublished cells (``NaN`` or a margins-only release) taken from ``fill``'s
-    posterior mean, or left ``NaN`` when ``fill`` is None."""
+    posterior mean, or left ``NaN`` when ``fill`` is None.
+
+    Parameters
+    ----------
+    release : Release
+        The release.
+    fill : Posterior, optional
+        The user's posterior, whose mean fills the unpublished cells.
+
+    Returns
+    -------
+    numpy.ndarray
+        Float array of the release's shape.
+    """
     from .release import Release
     if not isinstance(release, Release):
         raise TypeError(f"release must be an rk.Release, got {type(release).__name__}")
@@ -164,6 +217,20 @@ def l1(original, released) -> float:
     """Sum of absolute differences between original and released cells (NaN if any
     released cell is NaN).
 
+    Parameters
+    ----------
+    original : array-like or Table
+        The original table.
+    released : array-like
+        The released table (e.g. :func:`released_values`), of the same shape.
+
+    Returns
+    -------
+    float
+        ``sum |original - released|``.
+
+    Examples
+    --------
     >>> l1([[1, 2], [3, 4]], [[1, 3], [3, 2]])
     3.0
     """
@@ -179,6 +246,20 @@ def hellinger(original, released) -> float:
     released table's nonnegative part.  NaN when a table has no positive cell (or a NaN
     cell).
 
+    Parameters
+    ----------
+    original : array-like or Table
+        The original table.
+    released : array-like
+        The released table (e.g. :func:`released_values`), of the same shape.
+
+    Returns
+    -------
+    float
+        The distance, in [0, 1].
+
+    Examples
+    --------
     >>> round(hellinger([[1, 0], [0, 1]], [[0, 1], [1, 0]]), 12)
     1.0
     >>> hellinger([[2, 1], [1, 0]], [[2, 1], [1, -3]])
@@ -197,6 +278,18 @@ def hellinger(original, released) -> float:
 def chi_square(values) -> float:
     """Pearson X^2 of (mutual) independence of a table (NaN if the total is 0 or a cell is NaN).
 
+    Parameters
+    ----------
+    values : array-like or Table
+        A table of 2 or more dims.
+
+    Returns
+    -------
+    float
+        X^2, expected counts from the margins, cells with expected count 0 left out.
+
+    Examples
+    --------
     >>> chi_square([[10, 0], [0, 10]])
     20.0
     """
@@ -209,6 +302,18 @@ def chi_square(values) -> float:
 def cramers_v(values) -> float:
     """Cramér's V = sqrt(X^2 / (n (min(shape) - 1))) (NaN for a single row/column or n = 0).
 
+    Parameters
+    ----------
+    values : array-like or Table
+        A table of 2 or more dims.
+
+    Returns
+    -------
+    float
+        V, in [0, 1].
+
+    Examples
+    --------
     >>> cramers_v([[10, 0], [0, 10]])
     1.0
     """
@@ -219,7 +324,18 @@ def cramers_v(values) -> float:
 
 
 def utility_score(mean_interval_width: float) -> float:
-    """Utility on a 0-1 scale, higher is better: 1 / (1 + mean user interval width)."""
+    """Utility on a 0-1 scale, higher is better: 1 / (1 + mean user interval width).
+
+    Parameters
+    ----------
+    mean_interval_width : float
+        The mean over interior cells of the user's credible-interval width, >= 0.
+
+    Returns
+    -------
+    float
+        The utility, in (0, 1]; 1 when the user knows every cell.
+    """
     w = float(mean_interval_width)
     if not w >= 0:
         raise ValueError(f"mean interval width must be >= 0, got {mean_interval_width!r}")
@@ -233,6 +349,22 @@ def utility(user_post: Posterior, truth, release, level: float = 0.95) -> xr.Dat
     width), ``utility`` (:func:`utility_score` of it), ``l1``, ``hellinger``,
     ``chi_square_change``, ``cramers_v_change`` (on :func:`released_values` filled with
     the user's posterior mean); each with its definition in ``attrs``.
+
+    Parameters
+    ----------
+    user_post : Posterior
+        The legitimate user's posterior of the release.
+    truth : array-like, Table or xarray.DataArray
+        The original table (a labelled one is matched to the posterior by labels).
+    release : Release
+        The release.
+    level : float, default 0.95
+        The credible level of the intervals.
+
+    Returns
+    -------
+    xarray.Dataset
+        The six scalar measures; ``attrs``: level and the user's prior.
     """
     _post(user_post, "user_post")
     x = _truth(truth, user_post)

@@ -9,7 +9,7 @@ figure by leaving it as the last expression of a cell.
 - :func:`posterior_bars` per-cell posterior pmfs as small multiples
 - :func:`ru_map` the R-U confidentiality map (Duncan et al.) of a ``compare`` result
 - :func:`calibration` claimed ``map_prob`` against the observed ``map_hit`` rate of a
-  ``simulate`` result (:func:`riskengine.simulate.calibration` gives the numbers)
+  ``simulate`` result (:func:`riskengine._simulate.calibration` gives the numbers)
 - :func:`hit_rates` each cell's observed MAP hit rate with its interval, and its mean claim
 - :func:`statistic_posterior` the posterior of a statistic of the original table
   (``rk.analyze``) with its HDI, the plug-in value on the published table and the truth
@@ -24,7 +24,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from scipy import stats
 
-from .simulate import calibration as calibration_stats
+from ._simulate import calibration as calibration_stats
 
 __all__ = ["MEASURES", "binomial_interval", "calibration", "hit_rates",
            "posterior_bars", "risk_heatmap", "ru_map", "statistic_posterior"]
@@ -46,7 +46,7 @@ MAX_ANNOTATED = 400  # cells; beyond this the numbers are unreadable and are lef
 # --- inputs ----------------------------------------------------------------------------
 def _summary(obj, truth=None, level: float = 0.95) -> xr.Dataset:
     """Per-cell summary Dataset of a Posterior or of an assess Dataset."""
-    from .posterior import Posterior
+    from ._posterior import Posterior
     if isinstance(obj, Posterior):
         return obj.summary(truth, level)
     if isinstance(obj, xr.Dataset):
@@ -209,7 +209,7 @@ def _rot(n: int) -> int:
 # --- posterior bars --------------------------------------------------------------------
 def _pmf_getter(obj, ds):
     """(index tuple) -> (values, probabilities) over the support of that cell's pmf."""
-    from .posterior import Posterior
+    from ._posterior import Posterior
     if isinstance(obj, Posterior):
         def get(idx):
             return obj.start[idx] + np.arange(obj.width), obj.probs[idx]
@@ -448,6 +448,22 @@ def ru_map(compare_ds: xr.Dataset, *, z: float = 1.96) -> Figure:
 def binomial_interval(k, n, level: float = 0.95):
     """Exact (Clopper-Pearson) interval for a binomial proportion k/n; NaN where n = 0.
 
+    Parameters
+    ----------
+    k : array-like
+        Numbers of successes.
+    n : array-like
+        Numbers of trials (broadcast with ``k``).
+    level : float, default 0.95
+        The confidence level.
+
+    Returns
+    -------
+    lower, upper : numpy.ndarray
+        The interval's bounds, NaN where ``n <= 0``.
+
+    Examples
+    --------
     >>> [round(float(x), 4) for x in binomial_interval(3, 10)]
     [0.0667, 0.6525]
     """
@@ -463,10 +479,25 @@ def binomial_interval(k, n, level: float = 0.95):
 def calibration(sim_ds: xr.Dataset, bins=10, level: float = 0.95) -> Figure:
     """Calibration plot: claimed ``map_prob`` against the observed ``map_hit`` rate.
 
-    Each non-empty bin of :func:`riskengine.simulate.calibration` is a point at (mean
+    Each non-empty bin of :func:`riskengine._simulate.calibration` is a point at (mean
     claimed, observed rate) with its count written beside it, and the bar of where a
     calibrated intruder's rate falls (claimed +- the cluster-robust interval at ``level``);
     the diagonal is perfect calibration; a lower panel shows the counts.
+
+    Parameters
+    ----------
+    sim_ds : xarray.Dataset
+        The output of :func:`riskengine.simulate`: ``map_prob`` and ``map_hit`` over
+        ``table`` and the table's dims.
+    bins : int or sequence of float, default 10
+        A number of equal bins on [0, 1], or increasing bin edges.
+    level : float, default 0.95
+        The level of the calibrated range.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not attached to pyplot: save it with ``fig.savefig``).
 
     Examples
     --------
@@ -513,6 +544,21 @@ def hit_rates(sim_ds: xr.Dataset, level: float = 0.95, max_cells: int = 60) -> F
 
     Cells in table order; a table of more than ``max_cells`` cells shows the first
     ``max_cells`` (the title says so).
+
+    Parameters
+    ----------
+    sim_ds : xarray.Dataset
+        The output of :func:`riskengine.simulate`: ``map_prob`` and ``map_hit`` over
+        ``table`` and the table's dims.
+    level : float, default 0.95
+        The level of the binomial intervals.
+    max_cells : int, default 60
+        The most cells shown.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not attached to pyplot: save it with ``fig.savefig``).
 
     Examples
     --------
@@ -570,9 +616,18 @@ def statistic_posterior(draws: xr.DataArray, summary: xr.Dataset | xr.DataArray,
 
     Parameters
     ----------
-    draws : DataArray ``(draw, ...)``: ``Analysis.values[name]``
-    summary : Dataset (``Analysis.summary[name]``) or the ``stat{k}_summary`` DataArray of
-        ``Analysis.to_dataset()`` (dim ``quantity``)
+    draws : xarray.DataArray
+        The statistic's posterior draws, dims ``(draw, ...)``: ``Analysis.values[name]``.
+    summary : xarray.Dataset or xarray.DataArray
+        Its summary: ``Analysis.summary[name]``, or the ``stat{k}_summary`` DataArray of
+        ``Analysis.to_dataset()`` (dim ``quantity``).
+    max_elements : int, default 40
+        The most elements of a vector statistic shown.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not attached to pyplot: save it with ``fig.savefig``).
 
     Examples
     --------

@@ -47,21 +47,85 @@ class Prior:
         return new
 
     def at_least(self, cells, k: int = 1) -> Prior:
-        """Knowledge that each of ``cells`` is >= k (e.g. the intruder's own cell >= 1)."""
+        """Knowledge that each of ``cells`` is >= k (e.g. the intruder's own cell >= 1).
+
+        Parameters
+        ----------
+        cells : tuple, list of tuples, bool array or dict
+            One cell index, a list of cell indices, a boolean mask of the table's shape, or
+            one cell by its labels (``{dim: label}``).
+        k : int, default 1
+            The lower bound, >= 0.
+
+        Returns
+        -------
+        Prior
+            A copy of this prior with the knowledge added.
+        """
         return self._with(("at_least", _cells_spec(cells), V.integer(k, "k", 0)))
 
     def at_most(self, cells, k: int) -> Prior:
-        """Knowledge that each of ``cells`` is <= k."""
+        """Knowledge that each of ``cells`` is <= k.
+
+        Parameters
+        ----------
+        cells : tuple, list of tuples, bool array or dict
+            One cell index, a list of cell indices, a boolean mask of the table's shape, or
+            one cell by its labels (``{dim: label}``).
+        k : int
+            The upper bound, >= 0.
+
+        Returns
+        -------
+        Prior
+            A copy of this prior with the knowledge added.
+        """
         return self._with(("at_most", _cells_spec(cells), V.integer(k, "k", 0)))
 
     def known(self, cells, values) -> Prior:
-        """Knowledge of the exact value of ``cells`` (one value, or one per cell)."""
+        """Knowledge of the exact value of ``cells`` (one value, or one per cell).
+
+        Parameters
+        ----------
+        cells : tuple, list of tuples, bool array or dict
+            One cell index, a list of cell indices, a boolean mask of the table's shape, or
+            one cell by its labels (``{dim: label}``).
+        values : int or sequence of int
+            One value for every cell, or one per cell (in the order of ``cells``; a mask's
+            cells in C order).
+
+        Returns
+        -------
+        Prior
+            A copy of this prior with the knowledge added.
+        """
         spec = _cells_spec(cells)
         vals = np.atleast_1d(V.count_array(values, "known values"))
         return self._with(("known", spec, tuple(int(v) for v in vals)))
 
     def bounds(self, shape, dims=None, coords=None):
-        """(lower, upper) int64 arrays of the hard knowledge; upper = -1 means none."""
+        """(lower, upper) int64 arrays of the hard knowledge; upper = -1 means none.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            The table's shape.
+        dims : tuple of str, optional
+            The table's dims (needed only for knowledge of cells given by labels).
+        coords : dict, optional
+            The table's labels per dim (idem).
+
+        Returns
+        -------
+        lower, upper : numpy.ndarray
+            int64 arrays of ``shape``: each cell's lower bound (0 without knowledge) and
+            upper bound (-1 without knowledge).
+
+        Raises
+        ------
+        ValueError
+            If the knowledge contradicts itself (a lower bound above an upper bound).
+        """
         lo = np.zeros(shape, dtype=np.int64)
         hi = np.full(shape, -1, dtype=np.int64)
         for kind, spec, val in self._knowledge:
@@ -87,7 +151,23 @@ class Prior:
 
     # --- evaluation -----------------------------------------------------------------
     def log_weights(self, values: np.ndarray, dims=None, coords=None) -> np.ndarray:
-        """Log-weights of ``values`` (int array, shape ``(*table_shape, W)``); -inf off support."""
+        """Log-weights of ``values`` (int array, shape ``(*table_shape, W)``); -inf off support.
+
+        Parameters
+        ----------
+        values : array-like of int
+            Candidate values of each cell, shape ``(*table_shape, W)``.
+        dims : tuple of str, optional
+            The release's dims, to match labelled per-cell parameters and knowledge.
+        coords : dict, optional
+            The release's labels per dim (idem).
+
+        Returns
+        -------
+        numpy.ndarray
+            Float array of the shape of ``values``: each value's log-weight, ``-inf`` for a
+            negative value or one the hard knowledge excludes.
+        """
         values = np.asarray(values, dtype=np.int64)
         shape = values.shape[:-1]
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -111,12 +191,27 @@ class Prior:
                                            if not isinstance(v, (str, type(None))))
 
     def describe(self) -> str:
+        """A short name of the prior.
+
+        Returns
+        -------
+        str
+            The prior's name with its parameters, ``+knowledge`` appended when it carries
+            hard knowledge.
+        """
         return self.name + ("+knowledge" if self._knowledge else "")
 
     def __repr__(self) -> str:
         return self.describe()
 
     def to_dict(self) -> dict:
+        """The prior as plain JSON-able data.
+
+        Returns
+        -------
+        dict
+            ``{"prior": class name, its parameters..., "knowledge": [...]}``.
+        """
         return {"prior": type(self).__name__, **self._params(),
                 "knowledge": [[k, _spec_json(s), v] for k, s, v in self._knowledge]}
 
@@ -138,7 +233,15 @@ class Uniform(Prior):
 
 
 class Flat(Prior):
-    """Per-cell flat prior on the integers ``low..high`` (``high=None``: unbounded)."""
+    """Per-cell flat prior on the integers ``low..high`` (``high=None``: unbounded).
+
+    Parameters
+    ----------
+    low : int, default 0
+        The smallest value a cell may take, >= 0.
+    high : int, optional
+        The largest value a cell may take, >= ``low``; None: unbounded.
+    """
 
     def __init__(self, low: int = 0, high: int | None = None):
         super().__init__()
@@ -158,7 +261,14 @@ class Flat(Prior):
 
 class Poisson(Prior):
     """Independent Poisson(rate) cells; ``rate`` scalar, per-cell array, or labelled per-cell
-    (``rk.Table`` / DataArray: matched to the release by dim names and labels), > 0."""
+    (``rk.Table`` / DataArray: matched to the release by dim names and labels), > 0.
+
+    Parameters
+    ----------
+    rate : float, array-like, Table or xarray.DataArray
+        The Poisson mean of every cell (scalar), of each cell (an array broadcast to the
+        table's shape by position), or of each labelled cell; finite and > 0.
+    """
 
     def __init__(self, rate):
         super().__init__()
@@ -181,6 +291,14 @@ class NegativeBinomial(Prior):
     """Independent negative binomial cells with mean ``mean`` and size ``dispersion``.
 
     Variance = mean + mean**2 / dispersion; ``dispersion -> inf`` is Poisson.
+
+    Parameters
+    ----------
+    mean : float, array-like, Table or xarray.DataArray
+        The mean of every cell, of each cell, or of each labelled cell (as Poisson's
+        ``rate``); finite and > 0.
+    dispersion : float, array-like, Table or xarray.DataArray
+        The size parameter, likewise scalar or per cell; finite and > 0.
     """
 
     def __init__(self, mean, dispersion):
@@ -207,7 +325,17 @@ class NegativeBinomial(Prior):
 
 class Historical(Prior):
     """Centred on an earlier table: Poisson (or negative binomial with ``dispersion``)
-    with mean ``max(table, floor)`` cell by cell."""
+    with mean ``max(table, floor)`` cell by cell.
+
+    Parameters
+    ----------
+    table : array-like, Table or xarray.DataArray
+        The earlier table's counts (a labelled one is matched to the release by labels).
+    dispersion : float or array-like, optional
+        The negative binomial size parameter (scalar or per cell); None: Poisson.
+    floor : float, default 0.5
+        The smallest mean, > 0 (so that a cell that was 0 may be nonzero now).
+    """
 
     def __init__(self, table, dispersion=None, floor: float = 0.5):
         super().__init__()
@@ -343,7 +471,29 @@ _FORMS = {"uniform": (0, 0, "uniform"), "flat": (0, 2, "flat[:LOW[,HIGH]]"),
 
 def parse(text: str) -> Prior:
     """A prior from a short spec: ``uniform``, ``flat:LOW[,HIGH]``, ``poisson:RATE``,
-    ``negbin:MEAN,DISPERSION``."""
+    ``negbin:MEAN,DISPERSION``.
+
+    Parameters
+    ----------
+    text : str
+        The spec (the command line's ``--prior``); the name is not case-sensitive.
+
+    Returns
+    -------
+    Prior
+        The prior it names.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (listing the known ones) or a wrong number of values.
+
+    Examples
+    --------
+    >>> import riskengine as rk
+    >>> rk.priors.parse("poisson:2.0").describe()
+    'Poisson(rate=2.0)'
+    """
     name, _, args = text.partition(":")
     name = name.strip().lower()
     if name not in _PARSERS:

@@ -15,7 +15,7 @@ import xarray as xr
 
 from . import _validate as V
 from ._io import atomic_write_text
-from .mechanisms._base import Mechanism, mechanism_from_dict
+from .protocol import Mechanism, mechanism_from_dict
 from .table import Table, _clean_coords, aligned, default_margins, margin_closure, totals
 from .tabular import _clean_groups, check_equations, tabular_system
 
@@ -212,12 +212,29 @@ class Release:
         return groups, out
 
     def system(self):
-        """The tabular system T x = 0 of this release (structure and subtotal groups)."""
+        """The tabular system T x = 0 of this release (structure and subtotal groups).
+
+        Returns
+        -------
+        riskengine.tabular.TabularSystem
+            The system of the release's dims, shape, published structure and groups.
+        """
         return tabular_system(self.dims, self.shape, self.structure, self.groups)
 
     def cell_vector(self, system=None) -> np.ndarray:
         """Every cell of the release as one float vector in ``system`` order (interior,
-        totals, subtotals); NaN where nothing is published."""
+        totals, subtotals); NaN where nothing is published.
+
+        Parameters
+        ----------
+        system : riskengine.tabular.TabularSystem, optional
+            The system whose variable order to use (default: :meth:`system`).
+
+        Returns
+        -------
+        numpy.ndarray
+            Float vector of length ``system.n_var``.
+        """
         system = system or self.system()
         out = np.full(system.n_var, np.nan)
         for b in system.blocks:
@@ -319,6 +336,15 @@ class Release:
 
     # --- JSON ---------------------------------------------------------------------------------
     def to_dict(self) -> dict:
+        """The release as plain JSON-able data (format ``riskengine.release``, version 1).
+
+        Returns
+        -------
+        dict
+            The format and version, kind, dims, shape, coords, published values (None
+            for a margins-only release), margins, the mechanism's ``to_dict()``, and
+            groups / subtotals and info when there are any.
+        """
         return {
             "format": FORMAT,
             "version": FORMAT_VERSION,
@@ -336,7 +362,18 @@ class Release:
         }
 
     def to_json(self, indent: int | None = None) -> str:
-        """JSON text; ``indent`` puts each top-level field on its own line."""
+        """JSON text; ``indent`` puts each top-level field on its own line.
+
+        Parameters
+        ----------
+        indent : int, optional
+            Spaces before each top-level field, one field a line; None: one line.
+
+        Returns
+        -------
+        str
+            The JSON text of :meth:`to_dict` (no NaN: suppressed cells are ``null``).
+        """
         d = self.to_dict()
         if indent is None:
             return json.dumps(d, allow_nan=False)
@@ -347,6 +384,23 @@ class Release:
 
     @classmethod
     def from_dict(cls, d: dict) -> Release:
+        """The release written by :meth:`to_dict`.
+
+        Parameters
+        ----------
+        d : dict
+            Data of format ``riskengine.release``, version 1.
+
+        Returns
+        -------
+        Release
+            The release, validated against its mechanism.
+
+        Raises
+        ------
+        ValueError
+            If ``d`` is not a release of a supported version, or its values are invalid.
+        """
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise ValueError(f"not a riskengine release (format must be {FORMAT!r})")
         ver = d.get("version")
@@ -373,6 +427,18 @@ class Release:
 
     @classmethod
     def from_json(cls, text: str) -> Release:
+        """The release written by :meth:`to_json`.
+
+        Parameters
+        ----------
+        text : str
+            The JSON text.
+
+        Returns
+        -------
+        Release
+            The release (see :meth:`from_dict`).
+        """
         try:
             d = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -380,11 +446,29 @@ class Release:
         return cls.from_dict(d)
 
     def save(self, path) -> None:
-        """Write the release as JSON, atomically."""
+        """Write the release as JSON, atomically.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file to write (replaced whole, never left half written).
+        """
         atomic_write_text(path, self.to_json(indent=1))
 
     @classmethod
     def load(cls, path) -> Release:
+        """Read a release written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The JSON file.
+
+        Returns
+        -------
+        Release
+            The release (see :meth:`from_dict`).
+        """
         with open(path, encoding="utf-8") as fh:
             return cls.from_json(fh.read())
 

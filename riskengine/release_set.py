@@ -44,6 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from .release import Release
+from .protocol import Inputs
 
 __all__ = ["Entry", "ReleaseSet"]
 
@@ -85,6 +86,12 @@ class _SetMechanism:
                          "published entries (cell key, random rounding, noisy counts)"
                          if lacking else
                          f"the mechanisms share no route for sets ({', '.join(names)})")
+
+    @staticmethod
+    def inputs(rset) -> Inputs:
+        """The set routes' input: every release's entry windows, in order."""
+        return Inputs(windows=lambda: [r.mechanism.inputs(r)["windows"]
+                                       for r in rset.releases])
 
     def describe(self) -> str:
         out = []
@@ -258,7 +265,13 @@ class ReleaseSet:
         return pub
 
     def to_dict(self) -> dict:
-        """The releases' descriptions and the groups (JSON-ready)."""
+        """The releases' descriptions and the groups (JSON-ready).
+
+        Returns
+        -------
+        dict
+            ``{"releases": [each release's to_dict()], "groups": {dim: {group: [labels]}}}``.
+        """
         return {"releases": [r.to_dict() for r in self.releases],
                 "groups": {d: {str(k): list(v) for k, v in g.items()}
                            for d, g in self.groups.items()}}

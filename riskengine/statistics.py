@@ -107,20 +107,72 @@ class Statistic:
     description = ""
 
     def values(self, tables: np.ndarray, dims: tuple, coords: dict) -> np.ndarray:
+        """The statistic of every table in ``tables``.
+
+        Parameters
+        ----------
+        tables : numpy.ndarray
+            Tables, shape ``(..., *shape)``: leading dims (draws, chains) then the table's.
+        dims : tuple of str
+            The table's dims (the last ``len(dims)`` axes of ``tables``).
+        coords : dict
+            The table's labels per dim.
+
+        Returns
+        -------
+        numpy.ndarray
+            Float array ``(..., *out)``: one value (``out`` empty) or one array of the
+            statistic's own dims (:meth:`out_dims`) per table.
+        """
         raise NotImplementedError
 
     def out_dims(self, dims: tuple, coords: dict) -> tuple:
+        """The dims and labels of the statistic's own output (none for a number).
+
+        Parameters
+        ----------
+        dims : tuple of str
+            The table's dims.
+        coords : dict
+            The table's labels per dim.
+
+        Returns
+        -------
+        out_dims : tuple of str
+            The names of the output's dims, ``()`` for one number per table.
+        out_coords : dict
+            Their labels (a dim without labels is left out).
+        """
         return (), {}
 
     def check(self, dims: tuple, coords: dict) -> None:
-        """ValueError when the statistic does not apply to tables with these dims."""
+        """ValueError when the statistic does not apply to tables with these dims.
+
+        Parameters
+        ----------
+        dims : tuple of str
+            The table's dims.
+        coords : dict
+            The table's labels per dim.
+
+        Raises
+        ------
+        ValueError
+            If the statistic is undefined for such tables (naming the rule).
+        """
 
     def __repr__(self) -> str:
         return f"<statistic {self.name}>"
 
 
 class Chi2(Statistic):
-    """Pearson X^2 of (mutual) independence (``pvalue``: its chi-square p-value)."""
+    """Pearson X^2 of (mutual) independence (``pvalue``: its chi-square p-value).
+
+    Parameters
+    ----------
+    pvalue : bool, default False
+        Give the p-value of the chi-square test instead of X^2.
+    """
 
     def __init__(self, pvalue: bool = False):
         self.pvalue = pvalue
@@ -145,7 +197,13 @@ class Chi2(Statistic):
 
 
 class G2(Statistic):
-    """The likelihood-ratio statistic G^2 of (mutual) independence (or its p-value)."""
+    """The likelihood-ratio statistic G^2 of (mutual) independence (or its p-value).
+
+    Parameters
+    ----------
+    pvalue : bool, default False
+        Give the p-value of the chi-square test instead of G^2.
+    """
 
     def __init__(self, pvalue: bool = False):
         self.pvalue = pvalue
@@ -199,7 +257,16 @@ def _label_index(dim: str, coords: dict, label) -> int:
 
 class LogOddsRatio(Statistic):
     """Log odds ratio of the 2 x 2 sub-table ``{dim_a: [A, B], dim_b: [C, D]}`` (labels of
-    the table's coords; other dims summed out), ``add`` added to each of its cells."""
+    the table's coords; other dims summed out), ``add`` added to each of its cells.
+
+    Parameters
+    ----------
+    cells : dict
+        Two dims, each with two labels: ``{dim_a: [A, B], dim_b: [C, D]}``.
+    add : float, default 0.5
+        Added to each cell of the 2 x 2 sub-table (Haldane-Anscombe), >= 0; 0 gives the
+        raw ratio, infinite when a cell is 0.
+    """
 
     def __init__(self, cells: dict, add: float = 0.5):
         if not isinstance(cells, dict) or len(cells) != 2 or \
@@ -242,7 +309,13 @@ class LogOddsRatio(Statistic):
 
 
 class Proportions(Statistic):
-    """Row (``axis=0``: x_ij / x_i+) or column (``axis=1``: x_ij / x_+j) proportions."""
+    """Row (``axis=0``: x_ij / x_i+) or column (``axis=1``: x_ij / x_+j) proportions.
+
+    Parameters
+    ----------
+    axis : {0, 1}
+        0: each cell's share of its row; 1: of its column.
+    """
 
     def __init__(self, axis: int):
         self.axis = axis
@@ -295,7 +368,19 @@ def _effects(logm: np.ndarray, ndim: int) -> list:
 
 class LogLinear(Statistic):
     """Coefficients of the log-linear model of independence (2-D) or no three-way
-    interaction (3-D), effect coding, fitted to the table plus ``add`` in every cell."""
+    interaction (3-D), effect coding, fitted to the table plus ``add`` in every cell.
+
+    Parameters
+    ----------
+    add : float, default 0.5
+        Added to every cell before fitting (without it a zero margin makes a coefficient
+        infinite).
+    tol : float, default 1e-10
+        Convergence tolerance of iterative proportional fitting (3-D), relative to the
+        largest cell.
+    max_iter : int, default 10000
+        Iterations of iterative proportional fitting before it gives up.
+    """
 
     name = "loglinear"
 
@@ -331,7 +416,25 @@ class LogLinear(Statistic):
         return out
 
     def fitted(self, x: np.ndarray, ndim: int) -> np.ndarray:
-        """Maximum-likelihood fitted values of the model (x already has ``add``)."""
+        """Maximum-likelihood fitted values of the model (x already has ``add``).
+
+        Parameters
+        ----------
+        x : numpy.ndarray
+            Tables, shape ``(..., *shape)``, ``add`` already added.
+        ndim : {2, 3}
+            The number of table dims (the last axes of ``x``).
+
+        Returns
+        -------
+        numpy.ndarray
+            The fitted values, the shape of ``x``.
+
+        Raises
+        ------
+        RuntimeError
+            If iterative proportional fitting does not converge in ``max_iter`` iterations.
+        """
         if ndim == 2:
             e, _ = _expected(x, 2)
             return e
@@ -364,7 +467,16 @@ class LogLinear(Statistic):
 
 class UserStatistic(Statistic):
     """Any function of one table (a NumPy array of the table's shape) returning a number
-    or an array of a fixed shape; named after the function."""
+    or an array of a fixed shape; named after the function.
+
+    Parameters
+    ----------
+    fn : callable
+        The function of one table; its docstring's first line describes the statistic.
+    name : str, optional
+        The statistic's name (default: the function's ``__name__``, ``user_statistic``
+        for a lambda).
+    """
 
     def __init__(self, fn, name: str | None = None):
         if not callable(fn):
@@ -409,7 +521,24 @@ _ALIASES = {"chisq": "chi2", "x2": "chi2", "cramer_v": "cramers_v", "oddsratio":
 
 def parse(text: str) -> Statistic:
     """A statistic from its name; ``log_odds_ratio:DIM=A,B;DIM=C,D`` (alias ``oddsratio``)
-    names the 2 x 2 sub-table by labels."""
+    names the 2 x 2 sub-table by labels.
+
+    Parameters
+    ----------
+    text : str
+        A name of :data:`BUILTIN` or an alias (not case-sensitive), with its argument
+        after a colon for ``log_odds_ratio``.
+
+    Returns
+    -------
+    Statistic
+        The statistic.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (listing the known ones) or a malformed argument.
+    """
     name, _, arg = str(text).strip().partition(":")
     key = _ALIASES.get(name.strip().lower(), name.strip().lower())
     if key in _SIMPLE:
@@ -435,7 +564,19 @@ def parse(text: str) -> Statistic:
 
 
 def get(stat) -> Statistic:
-    """A :class:`Statistic` from a name (:func:`parse`), a Statistic, or a callable."""
+    """A :class:`Statistic` from a name (:func:`parse`), a Statistic, or a callable.
+
+    Parameters
+    ----------
+    stat : str, Statistic or callable
+        A name, a statistic (returned as it is), or a function of one table
+        (:class:`UserStatistic`).
+
+    Returns
+    -------
+    Statistic
+        The statistic.
+    """
     if isinstance(stat, Statistic):
         return stat
     if isinstance(stat, str):
@@ -446,7 +587,22 @@ def get(stat) -> Statistic:
 def of_draws(draws: xr.DataArray, statistics) -> dict:
     """``{name: DataArray}``: each statistic of every table in ``draws`` (a DataArray
     whose last dims are the table's and whose leading dims are draws / chains), labelled
-    with the leading dims and the statistic's own dims."""
+    with the leading dims and the statistic's own dims.
+
+    Parameters
+    ----------
+    draws : xarray.DataArray
+        Tables: leading dims ``chain`` and/or ``draw``, then the table's dims.
+    statistics : sequence
+        Statistics as :func:`get` takes them (names, Statistic objects or callables);
+        each name at most once.
+
+    Returns
+    -------
+    dict
+        ``{statistic name: DataArray}`` over the leading dims and the statistic's own
+        dims, its description in ``attrs``.
+    """
     stats = [get(s) for s in (statistics or ())]
     names = [s.name for s in stats]
     dup = sorted({n for n in names if names.count(n) > 1})

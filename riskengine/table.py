@@ -144,7 +144,14 @@ class Table:
 
     def to_pandas(self):
         """The cells as a pandas Series indexed by the dims (long form; labels kept):
-        ``Table.from_pandas`` reads it back."""
+        ``Table.from_pandas`` reads it back.
+
+        Returns
+        -------
+        pandas.Series
+            One value per cell, indexed by the dims (a MultiIndex for 2 or more), named
+            after the table.
+        """
         return self.data.to_series()
 
     @classmethod
@@ -166,6 +173,28 @@ class Table:
         index and columns as they are).  Every cell of a long form must appear once;
         a missing or repeated cell, a NaN, or a name that is not a column is an error
         naming it.
+
+        Parameters
+        ----------
+        df : pandas.Series or pandas.DataFrame
+            The cells (Series, long DataFrame, crosstab) or the records (microdata).
+        dims : sequence of str, optional
+            The category columns, in the order of the table's dims (a Series: its index
+            level names, if given they must match).
+        value : str, optional
+            The column of cell values of a long DataFrame; None for microdata, a crosstab
+            or a Series.
+        margins : sequence of tuples, optional
+            Published marginal configurations (as for :class:`Table`).
+        kind : {"count", "magnitude"}, optional
+            As for :class:`Table` (default: from the values).
+        name : str, optional
+            The table's name (default: a Series' name).
+
+        Returns
+        -------
+        Table
+            The table, with pandas' labels in pandas' order.
 
         Examples
         --------
@@ -250,7 +279,14 @@ class Table:
                    name=name)
 
     def totals(self) -> dict:
-        """Published totals: ``{dims kept: ndarray}``."""
+        """Published totals: ``{dims kept: ndarray}``.
+
+        Returns
+        -------
+        dict
+            For each published marginal configuration (the tuple of dims it keeps,
+            ``()`` for the grand total), the array of its totals.
+        """
         return totals(self._values, self.dims, self.margins)
 
     def __repr__(self) -> str:

@@ -32,7 +32,19 @@ __all__ = ["Block", "TabularSystem", "aggregation", "cell_values", "check_equati
 
 @dataclass(frozen=True)
 class Block:
-    """One block of the cell vector: a configuration (dims kept), maybe grouped along a dim."""
+    """One block of the cell vector: a configuration (dims kept), maybe grouped along a dim.
+
+    Parameters
+    ----------
+    keep : tuple of str
+        The dims kept, in table order (all dims: the interior).
+    grouped : str or None
+        The dim aggregated to its groups (subtotals), or None.
+    shape : tuple of int
+        The block's shape (a grouped dim has one entry per group).
+    offset : int
+        The index of the block's first cell in the cell vector.
+    """
 
     keep: tuple          #: dims kept, in table order (all dims = the interior)
     grouped: str | None  #: dim aggregated to its groups (subtotals), or None
@@ -77,6 +89,23 @@ class Block:
 class TabularSystem:
     """``A @ x == 0`` for the vector ``x`` of every cell of the table, totals included.
 
+    Built by :func:`tabular_system`.
+
+    Parameters
+    ----------
+    dims : tuple of str
+        The interior's dimension names.
+    shape : tuple of int
+        The interior's shape.
+    structure : tuple of tuples
+        The published margin configurations (dims kept), largest first.
+    groups : dict
+        ``{dim: tuple of tuples of category indices}``: the subtotal groups.
+    blocks : tuple of Block
+        One block per configuration, the interior first.
+    A : scipy.sparse.csr_matrix
+        The equations, one row each, over the ``n_var`` cells; entries in {-1, 0, 1}.
+
     Examples
     --------
     >>> import numpy as np
@@ -106,7 +135,25 @@ class TabularSystem:
         return self.blocks[0].size
 
     def block(self, keep, grouped: str | None = None) -> Block:
-        """The block of configuration ``keep`` (dims kept), grouped along ``grouped``."""
+        """The block of configuration ``keep`` (dims kept), grouped along ``grouped``.
+
+        Parameters
+        ----------
+        keep : sequence of str
+            The dims the configuration keeps (in any order).
+        grouped : str, optional
+            The dim aggregated to its groups; None: the ungrouped block.
+
+        Returns
+        -------
+        Block
+            The block.
+
+        Raises
+        ------
+        KeyError
+            If the system has no such block (the message lists the blocks).
+        """
         keep = tuple(d for d in self.dims if d in tuple(keep))
         for b in self.blocks:
             if b.keep == keep and b.grouped == grouped:
@@ -115,7 +162,18 @@ class TabularSystem:
                        + f"; blocks: {[b.label for b in self.blocks]}")
 
     def vector(self, interior) -> np.ndarray:
-        """Every cell of the table (interior, subtotals, totals) from its interior."""
+        """Every cell of the table (interior, subtotals, totals) from its interior.
+
+        Parameters
+        ----------
+        interior : array-like
+            The interior cells, of shape ``self.shape``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The cell vector, length ``n_var``, block by block.
+        """
         v = np.asarray(interior)
         if v.shape != self.shape:
             raise ValueError(f"interior must have shape {self.shape}, got {v.shape}")
@@ -125,7 +183,19 @@ class TabularSystem:
         return out
 
     def split(self, x) -> dict:
-        """``{(keep, grouped): array}`` views of a cell vector, block by block."""
+        """``{(keep, grouped): array}`` views of a cell vector, block by block.
+
+        Parameters
+        ----------
+        x : array-like
+            A cell vector of length ``n_var``.
+
+        Returns
+        -------
+        dict
+            For each block, keyed by ``(dims kept, grouped dim or None)``, its cells
+            reshaped to the block's shape.
+        """
         x = np.asarray(x)
         if x.shape != (self.n_var,):
             raise ValueError(f"cell vector must have length {self.n_var}, got shape {x.shape}")
@@ -134,7 +204,22 @@ class TabularSystem:
     def release_parts(self, x) -> tuple:
         """``(interior, margins, subtotals)`` of a cell vector in the form
         :class:`riskengine.Release` takes them: ``margins`` keyed by the dims each total
-        keeps, ``subtotals`` by the dims of each grouped block (empty without groups)."""
+        keeps, ``subtotals`` by the dims of each grouped block (empty without groups).
+
+        Parameters
+        ----------
+        x : array-like
+            A cell vector of length ``n_var``.
+
+        Returns
+        -------
+        interior : numpy.ndarray
+            The interior cells, of shape ``self.shape``.
+        margins : dict
+            ``{dims kept: array}`` of every ungrouped total.
+        subtotals : dict
+            ``{dims kept: array}`` of every grouped block.
+        """
         parts = self.split(x)
         margins = {b.keep: parts[(b.keep, None)] for b in self.blocks[1:]
                    if b.grouped is None}
@@ -143,7 +228,13 @@ class TabularSystem:
         return parts[(self.dims, None)], margins, subtotals
 
     def labels(self) -> list:
-        """A readable label per variable: ``interior[1, 2]``, ``total(v)[0]``, ..."""
+        """A readable label per variable: ``interior[1, 2]``, ``total(v)[0]``, ...
+
+        Returns
+        -------
+        list of str
+            ``n_var`` labels, in the order of the cell vector.
+        """
         out = []
         for b in self.blocks:
             for idx in np.ndindex(*b.shape):
@@ -262,6 +353,22 @@ def aggregation(dims, shape, keeps) -> sp.csr_array:
     """The 0/1 matrix that sums the interior (C order) to every total of ``keeps`` (dims
     kept per total, stacked in that order, each in C order).
 
+    Parameters
+    ----------
+    dims : sequence of str
+        The interior's dimension names.
+    shape : sequence of int
+        The interior's shape.
+    keeps : sequence of tuples
+        The totals, each the tuple of dims it keeps (``()``: the grand total).
+
+    Returns
+    -------
+    scipy.sparse.csr_array
+        The matrix, one row per total cell and one column per interior cell.
+
+    Examples
+    --------
     >>> aggregation(("v", "w"), (2, 2), [("v",), ()]).toarray().tolist()
     [[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]]
     """
@@ -313,6 +420,23 @@ def check_equations(system: TabularSystem, x, tol: float | None = None,
     (e.g. the published cells of a row cannot exceed the row total).  Within ``tol``
     (default :func:`equation_tol`).
 
+    Parameters
+    ----------
+    system : TabularSystem
+        The equations.
+    x : array-like
+        A cell vector of length ``system.n_var``; NaN marks an unknown cell.
+    tol : float, optional
+        The tolerance (default: :func:`equation_tol` of ``system`` and ``x``).
+    what : str, default "published values"
+        What ``x`` holds, for the message.
+
+    Raises
+    ------
+    ValueError
+        If the known cells cannot be completed, naming the equation that fails and the
+        sum it leaves the unknown cells.
+
     Examples
     --------
     >>> nan = float("nan")
@@ -356,6 +480,29 @@ def cell_values(x, system, name, fill, dtype=float, allow_inf=False, scalar_mask
     ``fill``: the value of the totals when ``x`` is interior-shaped (``"sum"``: the totals
     of ``x``); ``dtype``: cast to it (``None``: keep, e.g. bool masks); a scalar fills
     every cell, or only the cells of ``scalar_mask``.
+
+    Parameters
+    ----------
+    x : scalar, array-like or xarray.DataArray
+        A scalar, an interior-shaped array, or one value per cell of ``system``.
+    system : TabularSystem
+        The system whose cell vector to fill.
+    name : str
+        The input's name, for error messages.
+    fill : scalar or "sum"
+        The value of the totals when ``x`` is interior-shaped; ``"sum"``: the totals of
+        ``x``.
+    dtype : numpy dtype or None, default float
+        Cast to it (and refuse NaN, and inf unless ``allow_inf``); None: keep the dtype.
+    allow_inf : bool, default False
+        Accept infinite values.
+    scalar_mask : bool array, optional
+        With a scalar ``x``: the cells it fills (the others are 0).
+
+    Returns
+    -------
+    numpy.ndarray
+        A vector of length ``system.n_var``.
 
     Examples
     --------

@@ -6,13 +6,11 @@ cycle still counts.  The rules:
 
 * no import cycle;
 * a module imports only from its own layer or below (L0 kernels, L1 core, L2 inference
-  and magnitude, L3 mechanisms, L4 uses; the package ``__init__`` and the deprecated
-  alias modules sit on top);
+  and magnitude, L3 mechanisms, L4 uses; the package ``__init__`` sits on top);
 * ``inference`` and ``magnitude`` never import each other;
 * ``kernels`` never imports riskengine or xarray;
-* nothing imports a deprecated alias module (only ``riskengine/__init__`` loads them);
-* the ``mechanisms`` package's ``__init__`` imports only the protocol at import time, so
-  a core module can import the protocol without importing any mechanism.
+* the ``mechanisms`` package's ``__init__`` imports at module level nothing of riskengine
+  but the protocol (today: nothing), so importing it loads no mechanism.
 """
 
 from __future__ import annotations
@@ -24,13 +22,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-CORE = {"_validate", "table", "tabular", "priors", "release", "release_set", "posterior", "cycles",
-        "generators", "_io", "_seeding", "_budget", "_version", "data", "mechanisms._base",
+CORE = {"_validate", "table", "tabular", "priors", "release", "release_set", "_posterior",
+        "cycles", "generators", "_io", "_seeding", "_budget", "_version", "data", "protocol",
         "statistics", "_arviz"}
-USES = {"cli", "_config", "compare", "simulate", "measures", "analyze", "report", "plots",
-        "verdict"}
-ALIASES = {"linear", "audit", "suppress", "cta", "cta_bivariate", "sensitivity",
-           "contributions"}
+# report is a package (riskengine/report/): every module of it is L4
+USES = {"cli", "_config", "_compare", "_simulate", "measures", "_analyze", "report", "plots",
+        "_verdict"}
 
 
 def module_name(path: Path) -> str:
@@ -109,8 +106,6 @@ def layer(name: str) -> int:
     if name == "riskengine":
         return 6
     rest = name[len("riskengine."):]
-    if rest in ALIASES:
-        return 6
     if rest in CORE or rest.split(".")[0] in CORE:
         return 1
     if rest.split(".")[0] in ("inference", "magnitude"):
@@ -179,22 +174,89 @@ def test_kernels_import_neither_riskengine_nor_xarray():
             assert not {"riskengine", "xarray"} & set(roots), f"{name} imports {roots}"
 
 
-def test_nothing_imports_a_deprecated_alias():
-    bad = [f"{a} imports {b}" for a, deps in EDGES.items() for b in deps
-           if b[len("riskengine."):] in ALIASES and a != "riskengine"]
-    assert not bad, bad
-
-
-def test_mechanisms_package_loads_only_the_protocol():
+def test_mechanisms_package_loads_at_most_the_protocol():
+    """riskengine/mechanisms/__init__.py imports at module level only riskengine.protocol
+    (or nothing of riskengine): importing the package loads no mechanism module."""
     tree = ast.parse(MODULES["riskengine.mechanisms"].read_text(encoding="utf-8"))
     top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     deps = {d for n in top for d in _resolve("riskengine.mechanisms", n)}
-    assert deps <= {"riskengine.mechanisms._base"}, deps
+    assert deps <= {"riskengine.protocol"}, deps
+
+
+def test_the_package_imports_nothing_at_module_level():
+    """riskengine/__init__.py is a lazy namespace: at module level it imports its version
+    string only (every other name is imported when first used)."""
+    tree = ast.parse(MODULES["riskengine"].read_text(encoding="utf-8"))
+    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    deps = {d for n in top for d in _resolve("riskengine", n)}
+    assert deps <= {"riskengine._version"}, deps
+
+
+@pytest.mark.parametrize("name", ["riskengine._posterior", "riskengine.protocol"])
+def test_core_modules_named_by_the_architecture(name):
+    assert name in MODULES and layer(name) == 1
 
 
 def test_the_check_sees_function_level_imports(tmp_path):
     """The graph is built from every import statement, at any depth."""
-    src = "def f():\n    from .posterior import Posterior\n"
+    src = "def f():\n    from ._posterior import Posterior\n"
     tree = ast.parse(src)
     (node,) = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
-    assert _resolve("riskengine.table", node) == ["riskengine.posterior"]
+    assert _resolve("riskengine.table", node) == ["riskengine._posterior"]
+
+
+def _calls_of(tree, name: str) -> list:
+    """Line numbers of calls ``name(...)`` / ``x.name(...)`` in ``tree``."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            called = f.id if isinstance(f, ast.Name) else f.attr if isinstance(
+                f, ast.Attribute) else None
+            if called == name:
+                out.append(node.lineno)
+    return out
+
+
+def test_one_place_builds_a_posterior():
+    """Only the labeller (riskengine/inference/_label.py) calls the Posterior constructor;
+    routes return a RouteResult, mixtures go through the resolver and are labelled there."""
+    builders = {}
+    for name, path in MODULES.items():
+        lines = _calls_of(ast.parse(path.read_text(encoding="utf-8")), "Posterior")
+        if lines:
+            builders[name] = lines
+    assert set(builders) == {"riskengine.inference._label"}, builders
+
+
+def test_no_module_patches_a_posterior():
+    """Nothing assigns the attributes a Posterior carries after it is built (``post.attrs[k]
+    = ...``, ``post._sampler = ...``, ``post.totals[k] = ...``): the result is built once."""
+    names = {"_sampler", "diagnostics", "chains", "releases", "mechanism_weights",
+             "n_candidates", "totals", "attrs"}
+    bad = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else (
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+            for t in targets:
+                while isinstance(t, ast.Subscript):
+                    t = t.value
+                if isinstance(t, ast.Attribute) and t.attr in names and isinstance(
+                        t.value, ast.Name) and t.value.id in ("post", "posterior", "p"):
+                    bad.append(f"{name}:{node.lineno}")
+    assert not bad, bad
+
+
+def test_routes_keep_nothing_between_calls():
+    """No route or route module keeps a cache of the last release (``self._last``,
+    module-level ``_LAST``): what a route prepares lives in the call's Plan."""
+    bad = []
+    for name, path in MODULES.items():
+        if not name.startswith("riskengine.inference"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        for needle in ("self._last", "_LAST"):
+            if needle in text:
+                bad.append(f"{name}: {needle}")
+    assert not bad, bad

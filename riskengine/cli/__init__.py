@@ -14,6 +14,7 @@
     riskengine simulate [CONFIG.toml] [--out DIR] [--n-tables N] [--scheduler S] [--seed S]
                         [--no-report]
     riskengine warmup
+    riskengine routes [--markdown]
 
 ``assess`` with no arguments runs the bundled example of seed 003 (Duncan &
 Roehrig): the published perturbed 4 x 4 table, its diagonal cycle set,
@@ -38,7 +39,10 @@ published cells of a CTA release) and, with the microdata, whether each sensitiv
 is protected (``audit.nc``, ``audit.html``).  ``assess`` of such a magnitude release gives
 the audit (no integer posterior exists); ``count`` refuses it, pointing to ``audit``.
 ``warmup`` compiles every numerical kernel ahead (e.g. in a container build): the
-first run on a machine otherwise says so while it compiles.
+first run on a machine otherwise says so while it compiles.  ``routes`` prints the
+registry (``rk.routes()``): every mechanism x inference route, what it needs, whether it
+is exact, and its cost on the mechanism's own example (``--markdown``: the README's
+table).
 
 Every failure a user can cause (bad input, a file that is not there or not readable, a
 route that does not fit the memory budget) is one line on stderr,
@@ -48,7 +52,11 @@ forward, it is given as the command's option (``--memory``, ``--route``).
 The package: ``parser`` (the grammar), ``entry`` (``main``), ``counts`` (protect, count,
 assess, analyze), ``releases`` (a release from JSON, or from a published CSV and the
 mechanism), ``magnitude`` (suppress, audit), ``rules`` (``--rule``), ``experiments``
-(compare, simulate), ``warmup`` and ``output`` (what the commands share).
+(compare, simulate), ``warmup``, ``routes`` and ``output`` (what the commands share).
+Each command imports the library where it runs: ``--help`` and argument errors load no
+NumPy, a release loads only its own mechanism module
+(:func:`riskengine.protocol.lookup`), only ``warmup`` and ``routes`` load them all, and
+``--no-report`` loads neither matplotlib nor the plots.
 """
 
 from .entry import main

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .magnitude import no_posterior, run_audit
+from .magnitude import assess_audit, audits, no_posterior
 from .output import (
     Progress,
     bundled,
@@ -28,13 +28,13 @@ from .releases import (
 )
 
 
-def risk_report(post, rel, truth, level: float) -> str:
+def risk_report(post, rel, ds, level: float) -> str:
     """The text report of ``assess``: a row per cell, then the release, prior, route and
-    the evidence."""
+    the evidence (``ds``: the posterior's summary, ``post.to_dataset(truth, level)``)."""
     import numpy as np
 
-    from ..posterior import _count_text
-    ds = post.summary(truth, level)
+    from .._posterior import _count_text
+    truth = ds.get("true")
     dims = post.dims
     header = ["cell", "published", "mode", "P(mode)", "P(true)" if truth is not None else None,
               f"{round(level * 100)}% interval"]
@@ -61,7 +61,7 @@ def risk_report(post, rel, truth, level: float) -> str:
     if post.diagnostics is not None:
         out.append(diagnostics_text(post))
     if truth is not None:
-        pe = post.prob_exact(truth).values
+        pe = ds["prob_exact"].values
         out.append(f"expected exactly disclosed cells: {pe.sum():.3f} of {pe.size}; "
                    f"cells with P(true) >= 0.5: {int((pe >= 0.5).sum())}")
     return "\n".join(out)
@@ -112,21 +112,22 @@ def parse_groups(specs) -> dict:
     return out
 
 
+def _audit_instead(rel) -> bool:
+    """The audit answers for ``rel``: decided by the release and its mechanism (a count
+    release whose mechanism has inference routes gets its posterior at once); a release
+    without a posterior that the audit does not take gets the resolver's refusal."""
+    if rel.kind == "count" and rel.mechanism.routes:
+        return False
+    return audits(rel)
+
+
 def cmd_assess(args) -> int:
     from .. import priors
     from .._io import atomic_write_netcdf
-    from ..posterior import posterior
+    from ..inference.resolve import posterior
     rel, truth = release_and_truth(args, "assess")
-    why = no_posterior(rel)
-    if why is not None:                 # magnitude releases: the audit is the answer
-        print(f"riskengine assess: {why}; the audit is the answer, as riskengine audit "
-              "gives it" + ("" if rel.mechanism.name == "cta" else ": the intervals an "
-                            "intruder can derive for the suppressed cells by linear "
-                            "programming"))
-        if truth is not None:
-            print("riskengine assess: --truth is not used here: riskengine audit --microdata "
-                  "FILE --rule ... checks each sensitive cell against the original")
-        return run_audit(args, rel, None)
+    if _audit_instead(rel):             # magnitude releases: the audit is the answer
+        return assess_audit(args, rel, truth)
     if truth is not None and truth.shape != rel.shape:
         raise ValueError(f"truth table has shape {truth.shape}, the release {rel.shape}")
     prior = priors.parse(args.prior)
@@ -135,10 +136,10 @@ def cmd_assess(args) -> int:
         post = posterior(rel, prior, route=args.route, progress=prog, memory=args.memory)
     finally:
         prog.close()
-    print(risk_report(post, rel, truth, args.level))
-    from ..verdict import verdict
-    v = verdict(post, truth, threshold=args.threshold, max_expected=args.max_expected,
-                level=args.level)
+    ds = post.to_dataset(truth, args.level)     # the summary, computed once
+    print(risk_report(post, rel, ds, args.level))
+    from .._verdict import verdict
+    v = verdict(ds, threshold=args.threshold, max_expected=args.max_expected)
     print("\n".join(v.lines()))
     if args.strict and post.diagnostics is not None and not post.attrs.get("converged"):
         print("riskengine assess: --strict: the Monte Carlo posterior has not converged "
@@ -146,7 +147,6 @@ def cmd_assess(args) -> int:
         return 3
     out = out_dir(args.out)
     path = out / "posterior.nc"
-    ds = post.to_dataset(truth, args.level)
     ds.attrs["threshold"] = args.threshold
     if args.max_expected is not None:
         ds.attrs["max_expected"] = args.max_expected
@@ -173,8 +173,8 @@ def cmd_analyze(args) -> int:
     import numpy as np
 
     from .. import priors
+    from .._analyze import DEFAULT, analyze
     from .._io import atomic_write_netcdf
-    from ..analyze import DEFAULT, analyze
     rel, truth = release_and_truth(args, "analyze")
     prior = priors.parse(args.prior)
     stats = args.statistic or list(DEFAULT)
@@ -246,7 +246,7 @@ def cmd_protect(args) -> int:
     import numpy as np
 
     from .._io import read_table
-    from ..mechanisms._base import lookup
+    from ..protocol import lookup
     if args.out:
         csv_path(args.out)              # a bad --out is refused before the work
     table = read_table(args.table)
@@ -276,11 +276,11 @@ def cmd_protect(args) -> int:
 
 def cmd_count(args) -> int:
     from .. import priors
+    from ..inference.resolve import count_candidates
     from ..inference.sis import applies, estimate_count
-    from ..posterior import count_candidates
     rel = load_release(args.release, args)
-    why = no_posterior(rel)
-    if why is not None:
+    if _audit_instead(rel):
+        why = no_posterior(rel)
         raise ValueError(f"{why}: no original tables to count; riskengine audit "
                          f"{args.release} derives what an intruder can (the LP interval of "
                          "each cell)")

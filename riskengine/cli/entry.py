@@ -38,7 +38,27 @@ EXIT_BROKEN_PIPE = 128 + 13
 
 
 def main(argv=None) -> int:
-    """Run the command of ``argv`` (default: the process's arguments); its exit status."""
+    """Run one ``riskengine`` command (the console script's entry point).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The command and its options, e.g. ``["assess", "release.json", "--no-report"]``
+        (default: the process's arguments, ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status: 0 success, 2 an error the user can fix (one line on stderr,
+        ``riskengine: error: ...``), 3 ``--strict`` found a disclosure or a posterior
+        that has not converged, 130 interrupted, 141 the reader of the output has gone.
+
+    Examples
+    --------
+    >>> from riskengine.cli import main
+    >>> main(["--version"])  # doctest: +SKIP
+    riskengine 0.1.0
+    """
     try:
         code = _main(argv)
         sys.stdout.flush()        # a reader that has gone is found here, not at exit
@@ -66,8 +86,8 @@ def _main(argv) -> int:
             return args.func(args)
         from kernels._jit import watch_compiles
 
-        from ..mechanisms import load
-        load()             # the mechanism registry (the console script's riskengine is lazy)
+        # no mechanism is loaded here: a release, a config or --mechanism names its own,
+        # and riskengine.protocol.lookup imports that module alone
         with watch_compiles(None if args.command == "warmup" else _compiling):
             return args.func(args)
     except BrokenPipeError:

@@ -14,8 +14,8 @@ def cmd_compare(args) -> int:
     import numpy as np
 
     from .. import _config
+    from .._compare import MechanismFailed, compare
     from .._io import atomic_write_netcdf
-    from ..compare import MechanismFailed, compare
     cfg, base = _config.load(args.config or bundled("compare_example.toml"))
     kw = _config.compare_args(cfg, base)
     seed = kw.pop("seed")
@@ -68,7 +68,7 @@ def cmd_simulate(args) -> int:
 
     from .. import _config
     from .._io import atomic_write_netcdf
-    from ..simulate import calibration, simulate
+    from .._simulate import calibration, simulate
     cfg, base = _config.load(args.config or bundled("simulate_example.toml"))
     kw = _config.simulate_args(cfg, base)
     seed = kw.pop("seed")

@@ -88,17 +88,31 @@ def _audit_of(release):
     return None
 
 
-def no_posterior(release):
-    """Why ``assess`` / ``count`` have no posterior for this release (then the audit is
-    the answer), or None."""
-    if release.mechanism.name == "cta":
+def audits(release) -> bool:
+    """The audit is the answer for this release, which has no posterior (a magnitude
+    release, or a mechanism without inference routes): a suppression or CTA release."""
+    return _audit_of(release) is not None
+
+
+def no_posterior(release) -> str:
+    """Why ``assess`` / ``count`` have no posterior for a release the audit answers."""
+    if _audit_of(release) == "cta":
         return (f"a CTA release ({release.mechanism.describe()}) publishes adjusted "
                 "magnitudes: magnitude releases have no integer posterior, and this one no "
                 "likelihood either (its protection levels and capacities are confidential)")
-    if release.mechanism.name == "cell_suppression" and release.kind == "magnitude":
-        return (f"magnitude releases ({release.mechanism.describe()}) have no integer "
-                "posterior")
-    return None
+    return f"magnitude releases ({release.mechanism.describe()}) have no integer posterior"
+
+
+def assess_audit(args, release, truth) -> int:
+    """``assess`` of a release the audit answers: say so, then run the audit."""
+    print(f"riskengine assess: {no_posterior(release)}; the audit is the answer, as "
+          "riskengine audit gives it" + ("" if _audit_of(release) == "cta" else
+                                         ": the intervals an intruder can derive for the "
+                                         "suppressed cells by linear programming"))
+    if truth is not None:
+        print("riskengine assess: --truth is not used here: riskengine audit --microdata "
+              "FILE --rule ... checks each sensitive cell against the original")
+    return run_audit(args, release, None)
 
 
 def _audit_dataset(release, auditor=None):

@@ -13,6 +13,7 @@ from .counts import cmd_analyze, cmd_assess, cmd_count, cmd_protect
 from .experiments import cmd_compare, cmd_simulate
 from .magnitude import cmd_audit, cmd_suppress
 from .output import cmd_report
+from .routes import cmd_routes
 from .rules import RULE_SYNTAX, rule_spec
 from .warmup import cmd_warmup
 
@@ -273,6 +274,17 @@ def build_parser() -> argparse.ArgumentParser:
                        "registered mechanism, which compiles each numerical kernel once for "
                        "this machine (numba's cache keeps it) or loads it from the cache.")
     w.set_defaults(func=cmd_warmup)
+    ro = sub.add_parser("routes", help="every mechanism x inference route: what each needs, "
+                        "whether it is exact, its cost on the mechanism's own example",
+                        description="The registry (rk.routes()): every registered mechanism's "
+                        "inference routes, in the order route=auto tries them, for a release "
+                        "and for a set of releases of the same records: whether each is exact "
+                        "and counts candidates, what it needs, and its cost on the "
+                        "mechanism's own small example (why it does not apply there, or the "
+                        "memory it plans).")
+    ro.add_argument("--markdown", action="store_true",
+                    help="print the README's routes table (markdown) instead")
+    ro.set_defaults(func=cmd_routes)
     return p
 
 

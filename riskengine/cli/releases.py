@@ -53,7 +53,7 @@ def load_release(path, args):
     published table (CSV, wide or long, totals as a ``Total`` row / column / category)
     with the mechanism of ``--mechanism`` and ``--param``."""
     from .._io import read_published
-    from ..mechanisms._base import lookup
+    from ..protocol import lookup
     from ..release import Release
     name = getattr(args, "mechanism", None)
     params = dict(param(p) for p in getattr(args, "param", None) or ())

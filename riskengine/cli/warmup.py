@@ -1,16 +1,13 @@
 """``riskengine warmup``: compile every numerical kernel ahead (a tiny instance of every
-inference route of every registered mechanism)."""
+inference route of every registered mechanism).
+
+The instances come from the registry: each mechanism's own example
+(``Mechanism.example()``) and its parameters on a 2-D, a 3-D and a 1-D table
+(``example(table)``), so a new mechanism is warmed up with no edit here."""
 
 from __future__ import annotations
 
 import time
-
-#: the tiny instance ``warmup`` protects with: parameters a mechanism needs beyond its
-#: defaults (a mechanism missing here that needs some is reported, not skipped silently)
-_WARMUP_PARAMS = {"controlled_rounding": {"base": 3}, "random_rounding": {"base": 3},
-                  "bootstrap": {"M": 3, "S": 2}, "binomial": {"S": 2},
-                  "cell_key": {"D": 2, "V": 1},
-                  "noisy_counts": {"scale": 0.3}}   # narrow windows: a small enumeration
 
 
 def _warmup_tables():
@@ -23,44 +20,28 @@ def _warmup_tables():
 
 
 def _warmup_mechanism(cls, tables, priors_, rng) -> set:
-    """Every route of ``cls`` that applies to a tiny release of each table: posterior,
-    count and a few draws.  Returns the routes run."""
-    import copy
-    import inspect
-
-    import numpy as np
-
-    from .._budget import budget
-    from ..posterior import count_candidates, posterior
-    from ..table import Table
+    """Every route of ``cls`` that applies to a tiny release of its own example and of
+    each table of another shape (the example's parameters and protect inputs for it):
+    posterior, count and a few draws.  Returns the routes run."""
+    from ..inference.resolve import count_candidates, plan, posterior
+    from ..protocol import MonteCarlo
+    short = MonteCarlo(warmup=20, draws=20)
     ran = set()
-    if cls.name == "cyclic":     # its enumerator's kernels come per block of cycles: 4 x 4 too
-        tables = [*tables, Table(np.array([[5, 1, 3, 1], [2, 3, 1, 4], [3, 1, 2, 2],
-                                           [1, 4, 2, 2]]), dims=("v", "w"))]
-    for table in tables:
-        extra = {}
-        if "sensitive" in inspect.signature(cls.protect).parameters:   # suppression
-            sens = table.values == table.values.min()
-            extra = {"sensitive": sens, "protection": sens * 1.0}
+    own = cls.example()              # NotImplementedError: the mechanism declares none
+    others = [t for t in tables if tuple(t.shape) != tuple(own.table.shape)]
+    for table in (None, *others):
         try:
-            mech = cls.from_config(dict(_WARMUP_PARAMS.get(cls.name, {})), shape=table.shape,
-                                   dims=table.dims)
-            rel = mech.protect(table, rng, **extra)
-        except (ValueError, TypeError) as exc:
-            if "needs parameter" in str(exc):
-                raise ValueError(f"warmup: {exc}: add it to cli.warmup._WARMUP_PARAMS") from None
+            rel = (own if table is None else cls.example(table)).release(rng)
+        except (ValueError, TypeError):
             continue                       # the mechanism does not take tables of this shape
+        mech = rel.mechanism
         for prior in priors_:
             for route in mech.routes:
-                if route.applies(rel, prior) is not None:
+                if route.applies(plan(rel, prior)) is not None:
                     continue
                 try:
-                    if not route.exact and hasattr(route, "draws"):   # Monte Carlo: short
-                        short = copy.copy(route)
-                        short.draws = short.warmup = 20
-                        post = short.run(rel, prior, count=False, memory=budget())
-                    else:
-                        post = posterior(rel, prior, route=route.name, count=False)
+                    post = posterior(rel, prior, route=route.name, count=False,
+                                     mcmc=None if route.exact else short)  # Monte Carlo: short
                 except ValueError:         # e.g. no candidate under this prior: no kernel ran
                     continue
                 ran.add(route.name)
@@ -82,7 +63,7 @@ def _warmup_grouped(table, priors_, rng) -> str:
     import numpy as np
 
     from ..mechanisms.margins_only import MarginsOnly
-    from ..posterior import count_candidates, posterior
+    from ..inference.resolve import count_candidates, posterior
     from ..release import Release
     x = table.values
     rel = Release(None, margins={("v",): x.sum(1), ("w",): x.sum(0), (): x.sum()},
@@ -95,31 +76,25 @@ def _warmup_grouped(table, priors_, rng) -> str:
     return "margins-only 3 x 3, rows in 2 groups: route grouped-dp"
 
 
-def _warmup_sets(table, priors_, rng) -> str:
-    """The routes for sets of releases (rk.ReleaseSet): one release of every mechanism that
-    has them, twice (the same records published twice), exactly and by short chains."""
-    import copy
-
-    from .._budget import budget
+def _warmup_sets(priors_, rng) -> str:
+    """The routes for sets of releases (rk.ReleaseSet): a release of the own example of
+    every mechanism that has them, twice (the same records published twice), exactly and
+    by short chains."""
+    from ..inference.resolve import posterior
     from ..mechanisms import REGISTRY
-    from ..posterior import posterior
+    from ..protocol import MonteCarlo
     from ..release_set import ReleaseSet
+    short = MonteCarlo(warmup=20, draws=20)
     ran = set()
     for name, cls in sorted(REGISTRY.items()):
         if not cls.set_routes:
             continue
-        mech = cls.from_config(dict(_WARMUP_PARAMS.get(name, {})), shape=table.shape,
-                               dims=table.dims)
-        rel = mech.protect(table, rng)
+        rel = cls.example().release(rng)
         both = ReleaseSet([rel, rel])
         for prior in priors_:
             for route in cls.set_routes:
-                if not route.exact:
-                    short = copy.copy(route)
-                    short.draws = short.warmup = 20
-                    short.run(both, prior, count=False, memory=budget())
-                else:
-                    posterior(both, prior, route=route.name, count=False).sample(3, rng)
+                posterior(both, prior, route=route.name, count=False,
+                          mcmc=None if route.exact else short).sample(3, rng)
                 ran.add(route.name)
     return "routes " + ", ".join(sorted(ran))
 
@@ -151,7 +126,7 @@ def cmd_warmup(args) -> int:
             if cls == "grouped":
                 what = _warmup_grouped(tables[0], priors_, rng)
             elif cls == "sets":
-                what = _warmup_sets(tables[0], priors_, rng)
+                what = _warmup_sets(priors_, rng)
             elif cls == "sis":
                 from ..mechanisms.margins_only import MarginsOnly
                 estimate_count(MarginsOnly().protect(tables[0]), n=200)

@@ -1,9 +1,13 @@
-"""The one place that turns a route's plain arrays into a labelled ``rk.Posterior``.
+"""The one labeller: a route's frozen :class:`~riskengine.protocol.RouteResult` -> the
+read-only ``rk.Posterior``.
 
 Routes compute per-cell windows (first value + probabilities), the log evidence, the
-exact count and the totals' windows; :func:`label` attaches the release's dims and
-labels and the attrs every posterior carries (method, prior, mechanism, route, and
-``approximation`` for anything that is not the exact posterior).
+exact count, the totals' windows, draws and diagnostics in plain arrays; :func:`label`
+attaches the release's dims and labels and the attrs every posterior carries, in one
+vocabulary: ``method``, ``prior``, ``mechanism``, ``route``, ``route_reason``;
+``approximation`` for anything that is not the exact posterior; ``converged`` and
+``diagnostics`` for Monte Carlo routes; ``n_candidates_note`` where nothing was counted.
+Nothing else constructs a ``Posterior`` (``tests/test_layers.py`` checks it).
 """
 
 from __future__ import annotations
@@ -12,56 +16,50 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..posterior import Posterior
+from .._posterior import Posterior
 
-__all__ = ["label", "total"]
+__all__ = ["label", "totals_of"]
 
 
-def label(release, prior, *, route: str, start, probs, log_evidence: float,
-          n_candidates=None, totals=None, method: str | None = None, note: str = "",
-          approximation: str = "", sampler=None) -> Posterior:
-    """The posterior of ``release`` from plain arrays.
-
-    Parameters
-    ----------
-    start, probs
-        Per interior cell: first value of its window (table shape) and probabilities
-        (table shape + window), each cell's row summing to 1.
-    totals : dict or callable, optional
-        ``{dims kept: (start, probs)}`` for totals that are not published exactly, or a
-        callable returning ``{dims kept: thunk}`` to compute them when first asked for.
-    method : str, optional
-        ``attrs["method"]``; default ``"<mechanism name>/<route>"``.
-    note : str
-        Why ``n_candidates`` is None (``attrs["n_candidates_note"]``).
-    approximation : str
-        What is approximated (``attrs["approximation"]``); empty for exact posteriors.
-    sampler : callable, optional
-        ``sampler(n, rng) -> int64 (n, *table shape)``: whole-table draws in the release's
-        dim order (:meth:`riskengine.Posterior.sample`).
-    """
+def label(release, prior, res, *, route: str, reason: str = "") -> Posterior:
+    """The posterior of ``release`` under ``prior`` from the route's result ``res``."""
     mech = release.mechanism
-    attrs = {"method": method or f"{mech.name}/{route}", "prior": prior.describe(),
+    attrs = {"method": res.method or f"{mech.name}/{route}", "prior": prior.describe(),
              "mechanism": mech.describe(), "route": route}
-    if note:
-        attrs["n_candidates_note"] = note
-    if approximation:
-        attrs["approximation"] = approximation
-    post = Posterior(start=start, probs=probs, dims=release.dims, coords=release.coords,
-                     published=release.published, n_candidates=n_candidates,
-                     log_evidence=log_evidence, attrs=attrs, sampler=sampler)
-    if callable(totals):
-        post.totals = LazyTotals(release, totals)
-    else:
-        for keep, (lo, p) in (totals or {}).items():
-            post.totals[tuple(keep)] = total(release, keep, lo, p)
-    return post
+    if reason:
+        attrs["route_reason"] = reason
+    if res.approximation:
+        attrs["approximation"] = res.approximation
+    if res.converged is not None:
+        attrs["converged"] = int(bool(res.converged))
+    attrs.update(res.notes)
+    parts = tuple(_part(*part) for part in res.parts)
+    return Posterior(start=res.start, probs=res.probs, dims=release.dims,
+                     coords=release.coords, published=release.published,
+                     n_candidates=res.n_candidates, log_evidence=res.log_evidence,
+                     attrs=attrs, sampler=res.sampler, totals=_totals(release, res),
+                     diagnostics=res.diagnostics, chains=res.chains, releases=parts,
+                     mechanism_weights=res.mechanism_weights)
+
+
+def totals_of(release, res) -> dict:
+    """``{dims kept: thunk -> (start, probs)}`` of the result's totals."""
+    if callable(res.totals):
+        return {tuple(k): v for k, v in res.totals().items()}
+    return {tuple(k): (lambda w=w: w) for k, w in (res.totals or {}).items()}
+
+
+def _totals(release, res) -> Mapping:
+    if callable(res.totals):
+        return LazyTotals(release, res.totals)
+    return {tuple(keep): _total(release, keep, lo, p)
+            for keep, (lo, p) in (res.totals or {}).items()}
 
 
 class LazyTotals(Mapping):
     """Posteriors of totals computed when first asked for (``make() -> {keep: thunk}``,
     each thunk returning ``(start, probs)``): a wide table's totals can cost more than its
-    cells."""
+    cells.  Read-only like the posterior that holds it."""
 
     def __init__(self, release, make):
         self._release = release
@@ -72,7 +70,7 @@ class LazyTotals(Mapping):
         keep = tuple(keep)
         if keep not in self._done:
             lo, p = self._thunks[keep]()
-            self._done[keep] = total(self._release, keep, lo, p)
+            self._done[keep] = _total(self._release, keep, lo, p)
         return self._done[keep]
 
     def __iter__(self):
@@ -82,7 +80,7 @@ class LazyTotals(Mapping):
         return len(self._thunks)
 
 
-def total(release, keep, start, probs) -> Posterior:
+def _total(release, keep, start, probs) -> Posterior:
     """The posterior of the totals keeping ``keep`` (labelled by those dims)."""
     keep = tuple(keep)
     coords = {d: release.coords[d] for d in keep}
@@ -91,14 +89,13 @@ def total(release, keep, start, probs) -> Posterior:
                      attrs={"description": f"posterior of the total {keep}"})
 
 
-def part(release, blocks: dict, description: str) -> Posterior:
+def _part(release, blocks: dict, description: str) -> Posterior:
     """The posterior of one release's original values within a larger analysis (a
     release set): ``blocks`` ``{dims kept: (start, probs)}`` with the interior under the
     release's dims and its totals under theirs."""
     lo, p = blocks[tuple(release.dims)]
-    post = Posterior(start=lo, probs=p, dims=release.dims, coords=release.coords,
-                     published=release.published, attrs={"description": description})
-    for keep, (lo, p) in blocks.items():
-        if tuple(keep) != tuple(release.dims):
-            post.totals[tuple(keep)] = total(release, keep, lo, p)
-    return post
+    totals = {tuple(keep): _total(release, keep, klo, kp) for keep, (klo, kp) in blocks.items()
+              if tuple(keep) != tuple(release.dims)}
+    return Posterior(start=lo, probs=p, dims=release.dims, coords=release.coords,
+                     published=release.published, attrs={"description": description},
+                     totals=totals)

@@ -113,7 +113,8 @@ def exact_bounds(release, method: str = "ilp") -> xr.Dataset:
     V.choice(method, "method", BOUND_METHODS)
     dims = release.dims
     if method == "enumerate":
-        post = release.mechanism.posterior(release, Uniform())
+        from .resolve import posterior
+        post = posterior(release, Uniform())
         pos = post.probs > 0
         lower = post.start + np.argmax(pos, axis=-1)
         upper = post.start + post.width - 1 - np.argmax(pos[..., ::-1], axis=-1)

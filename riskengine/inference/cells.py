@@ -16,9 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..mechanisms._base import Cost, Route
+from ..protocol import Cost, Route, RouteResult
 from ..table import default_margins
-from . import _label
 
 __all__ = ["IndependentCells"]
 
@@ -37,27 +36,19 @@ class CellWindows:
 class IndependentCells(Route):
     """Per-cell posteriors from per-cell likelihood windows (see the module docstring).
 
-    ``cell_windows(release) -> CellWindows``.  A prior that is the same for every cell is
-    evaluated once per distinct window (a 1000 x 1000 table has a few hundred)."""
+    Reads the mechanism's per-cell windows (``plan.inputs["cells"]``, a
+    :class:`CellWindows`).  A prior that is the same for every cell is evaluated once per
+    distinct window (a 1000 x 1000 table has a few hundred)."""
 
     name = "cells"
+    needs = "per-cell likelihood windows (cells independent)"
 
-    def __init__(self, cell_windows):
-        self._cell_windows = cell_windows
-        self._last = None
-
-    def _windows(self, release) -> CellWindows:
-        last = self._last
-        if last is not None and last[0] is release:
-            return last[1]
-        cw = self._cell_windows(release)
-        self._last = (release, cw)
-        return cw
-
-    def _logp(self, release, prior):
+    @staticmethod
+    def _logp(plan):
         """``(lo, logp, rows)``: log posterior weights per distinct row (cell-invariant prior)
         or per cell (``rows`` None), every cell with at least one possible value."""
-        cw = self._windows(release)
+        release, prior = plan.release, plan.prior
+        cw = plan.inputs["cells"]
         W = cw.loglik.shape[-1]
         if prior.cell_invariant:
             lo, ll, rows = cw.lo, cw.loglik, cw.row
@@ -80,18 +71,19 @@ class IndependentCells(Route):
                              f"release under this prior")
         return lo, logp, rows, cw.approximation
 
-    def applies(self, release, prior):
-        if release.groups:
+    def applies(self, plan):
+        if plan.release.groups:
             return "the independent-cells route does not use published subtotals"
         return None
 
-    def estimate(self, release, prior, what="posterior"):
-        cw = self._windows(release)
+    def estimate(self, plan, what="posterior"):
+        cw = plan.inputs["cells"]
         n = cw.row.size * cw.loglik.shape[-1]
         return Cost(float(8 * 4 * n), f"{n} window values of the cells")
 
-    def run(self, release, prior, *, count=True, progress=None, memory):
-        lo, logp, rows, approx = self._logp(release, prior)
+    def run(self, plan, *, count=True):
+        release = plan.release
+        lo, logp, rows, approx = self._logp(plan)
         mx = logp.max(axis=-1, keepdims=True)
         p = np.exp(logp - mx)
         z = p.sum(axis=-1, keepdims=True)
@@ -112,12 +104,12 @@ class IndependentCells(Route):
             return {keep: (lambda keep=keep: _total(lo, probs, release.dims, keep))
                     for keep in default_margins(release.dims) if keep not in release.margins}
 
-        return _label.label(release, prior, route=self.name, start=lo, probs=probs,
+        return RouteResult(start=lo, probs=probs,
                             log_evidence=log_ev, n_candidates=n, approximation=approx,
                             totals=totals, sampler=sampler)
 
-    def count(self, release, prior, *, progress=None, memory):
-        lo, logp, rows, _ = self._logp(release, prior)
+    def count(self, plan):
+        lo, logp, rows, _ = self._logp(plan)
         size = np.isfinite(logp).sum(axis=-1)
         if rows is not None:
             return _product(size, np.bincount(rows.ravel(), minlength=len(lo)))

@@ -12,16 +12,17 @@ Routes: :mod:`.cyclic_structured` (sum-product on a clique tree over the cycle s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from kernels.elimination import max_clique_size
 
 from ..table import default_margins
-from . import _label
+from ..protocol import RouteResult
+from ._plan import prepared
 
-__all__ = ["CyclicProblem", "build", "tables_from_signs", "to_posterior"]
+__all__ = ["CyclicProblem", "build", "problem", "tables_from_signs", "to_result"]
 
 RULES = ("negative", "any_zero")
 
@@ -44,6 +45,8 @@ class CyclicProblem:
     #: coefficients of each cycle in each entry)}; total = published sum - coef . e
     totals: dict = None
     _width: int | None = None
+    #: the enumerator's kernel tables of this problem (prepared once, kept for the call)
+    kernel_tables: dict = field(default_factory=dict)
 
     @property
     def m(self) -> int:
@@ -80,7 +83,6 @@ class CyclicProblem:
         return self._width
 
 
-_LAST = [None]   # (release, prior, problem) of the last call: routes ask several times
 
 
 def _unpublished_totals(mech, release, P) -> dict:
@@ -99,16 +101,17 @@ def _unpublished_totals(mech, release, P) -> dict:
 
 
 def build(mech, release, prior) -> CyclicProblem:
-    """The group form of a cyclic release under ``prior`` (``mech``: the mechanism); the
-    last one is kept, as the resolver and the route ask for it in turn."""
-    last = _LAST[0]
-    if last is not None and last[0] is release and last[1] is prior and last[2] is mech:
-        return last[3]
+    """The group form of a cyclic release under ``prior`` (``mech``: the mechanism)."""
     P = np.asarray(release.published).astype(np.int64)
     pb = _build(mech, P, release.dims, release.coords, prior.log_weights)
     pb.totals = _unpublished_totals(mech, release, P)
-    _LAST[0] = (release, prior, mech, pb)
     return pb
+
+
+def problem(plan) -> CyclicProblem:
+    """:func:`build` once per call (the resolver and the route ask for it in turn)."""
+    return prepared(plan, "cyclic", lambda: build(plan.release.mechanism, plan.release,
+                                             plan.prior))
 
 
 def _build(mech, P, dims, coords, log_weights) -> CyclicProblem:
@@ -167,8 +170,8 @@ def tables_from_signs(P, e: np.ndarray, cycles) -> np.ndarray:
     return np.moveaxis(out.reshape(P.shape + (n,)), -1, 0)
 
 
-def to_posterior(pb: CyclicProblem, res: dict, release, prior, route: str):
-    """The labelled posterior from a route's group pmfs."""
+def to_result(pb: CyclicProblem, res: dict, sampler=None) -> RouteResult:
+    """The route's result from its group pmfs (``sampler``: its whole-table draws)."""
     K, W = pb.K, 2 * pb.K + 1
     shape = pb.P.shape
     Pf = pb.P.ravel()
@@ -192,6 +195,7 @@ def to_posterior(pb: CyclicProblem, res: dict, release, prior, route: str):
     if pb.totals and "totals" not in res:
         note = (note + "; " if note else "") + (
             "posteriors of the unpublished totals are computed by the structured route")
-    return _label.label(release, prior, route=route, start=start,
-                        probs=probs.reshape(shape + (W,)), log_evidence=res["log_evidence"],
-                        n_candidates=res["n_candidates"], note=note, totals=totals)
+    return RouteResult(start=start, probs=probs.reshape(shape + (W,)),
+                       log_evidence=res["log_evidence"], n_candidates=res["n_candidates"],
+                       notes={"n_candidates_note": note} if note else {}, totals=totals,
+                       sampler=sampler)

@@ -19,9 +19,10 @@ import numpy as np
 
 from kernels import cyclic_enum
 
-from ..mechanisms._base import Cost, Route
+from ..protocol import Cost, Route
 from . import lattice
-from .cyclic import CyclicProblem, build, tables_from_signs, to_posterior
+from ._cyclic_threads import walk
+from .cyclic import CyclicProblem, problem, tables_from_signs, to_result
 
 __all__ = ["MAX_CYCLES", "CyclicEnumerate", "enumerate_signs", "sample_signs",
            "sample_tables"]
@@ -50,23 +51,17 @@ def _kernel_arrays(pb: CyclicProblem):
     return cyc_ptr, np.array(grp, np.int64), np.array(coef, np.int64), fin_ptr, fin_grp
 
 
-class _Prepared:
-    """The kernel's tables of the problem walked last (one problem, several chunks)."""
-
-    def __init__(self):
-        self.key = None
-        self.tables = None
-
-    def get(self, kp: cyclic_enum.Problem, limit: int) -> tuple:
-        key = tuple(a.tobytes() if isinstance(a, np.ndarray) else a for a in kp) + \
-            (kp.F.shape, limit)
-        if key != self.key:
-            self.tables = cyclic_enum.prepare(kp, limit)
-            self.key = key
-        return self.tables
-
-
-_PREPARED = _Prepared()
+def _tables(pb: CyclicProblem, kp: cyclic_enum.Problem, limit: int) -> cyclic_enum.Tables:
+    """The kernel's tables of ``kp`` (one problem, several chunks and draws), prepared once
+    and kept with the problem ``pb`` (which lives for one call: nothing shared between
+    calls or threads)."""
+    key = tuple(a.tobytes() if isinstance(a, np.ndarray) else a for a in kp) + \
+        (kp.F.shape, limit)
+    cache = pb.kernel_tables
+    if key not in cache:
+        cache.clear()                      # one problem's tables at a time (they are large)
+        cache[key] = cyclic_enum.prepare(kp, limit)
+    return cache[key]
 
 
 def _weights(pb: CyclicProblem, mx: np.ndarray) -> cyclic_enum.Problem:
@@ -115,7 +110,7 @@ def enumerate_signs(pb: CyclicProblem, progress=None, count: bool = True) -> dic
     chunk = max(1, nbr // 9)
     for mx in refs:
         kp = _weights(pb, mx)
-        tab = _PREPARED.get(kp, cyclic_enum.lut_limit(m, False))
+        tab = _tables(pb, kp, cyclic_enum.lut_limit(m, False))
         H = np.zeros_like(kp.F)
         tot = np.zeros(nbr)
         nvalid = np.zeros(nbr, np.int64)
@@ -123,7 +118,7 @@ def enumerate_signs(pb: CyclicProblem, progress=None, count: bool = True) -> dic
         for a in range(0, nbr, chunk):
             rows = np.arange(a, min(nbr, a + chunk))
             canon = plain._replace(key_starts=np.zeros(len(rows), np.int64))
-            h, t, nv, nc = cyclic_enum.walk(prefixes[rows], kp, canon, tab)
+            h, t, nv, nc = walk(prefixes[rows], kp, canon, tab)
             H += h
             tot[rows], nvalid[rows], ncanon[rows] = t, nv, nc
             if progress is not None:
@@ -145,8 +140,7 @@ def enumerate_signs(pb: CyclicProblem, progress=None, count: bool = True) -> dic
             starts = np.concatenate([[0], np.cumsum(nvalid)[:-1]]).astype(np.int64)
             canon = cyclic_enum.Canon(np.zeros((0, m), np.int64), True,
                                       pivots.astype(np.int64), base, keys, starts)
-            cyclic_enum.walk(prefixes, kp, canon,
-                             _PREPARED.get(kp, cyclic_enum.lut_limit(m, True)))
+            walk(prefixes, kp, canon, _tables(pb, kp, cyclic_enum.lut_limit(m, True)))
             n_cand = int(np.unique(keys[:n_valid]).size)
     if n_valid == 0:
         raise ValueError("no original table is consistent with this release under this prior")
@@ -173,7 +167,7 @@ def _branch_masses(pre: np.ndarray, L: int, kp, tab) -> np.ndarray:
         part = pre[a:a + per]
         rows = np.ascontiguousarray(np.concatenate(
             [np.repeat(part, nb, axis=0), np.tile(ext, (len(part), 1))], axis=1))
-        out[a * nb:(a + len(part)) * nb] = cyclic_enum.walk(
+        out[a * nb:(a + len(part)) * nb] = walk(
             rows, kp, _plain(len(rows), kp.cyc_ptr.size - 1), tab)[1]
     return out.reshape(D, nb)
 
@@ -210,7 +204,7 @@ def sample_signs(pb: CyclicProblem, n: int, rng: np.random.Generator,
     overflowed)."""
     m = pb.m
     kp = _weights(pb, weight_ref)
-    tab = _PREPARED.get(kp, cyclic_enum.lut_limit(m, False))
+    tab = _tables(pb, kp, cyclic_enum.lut_limit(m, False))
     pre = np.zeros((1, 0), np.int64)          # the distinct prefixes drawn so far
     at = np.zeros(n, np.int64)                # each draw's prefix
     while pre.shape[1] < m:
@@ -255,33 +249,36 @@ class CyclicEnumerate(Route):
     """Enumeration of all 3^m sign vectors (up to :data:`MAX_CYCLES` cycles)."""
 
     name = "enumerate"
+    needs = f"the cycle set and its coin (alpha, beta); at most {MAX_CYCLES} cycles (3^m signs)"
 
-    def applies(self, release, prior):
+    def applies(self, plan):
+        release, prior = plan.release, plan.prior
         m = release.mechanism.m
         if m > MAX_CYCLES:
             return (f"{m} cycles: 3^{m} sign vectors, more than enumeration takes on "
                     f"(<= {MAX_CYCLES} cycles)")
         return None
 
-    def estimate(self, release, prior, what="posterior"):
-        pb = build(release.mechanism, release, prior)
+    def estimate(self, plan, what="posterior"):
+        release, prior = plan.release, plan.prior
+        pb = problem(plan)
         return Cost(float(pb.G * (2 * pb.K + 1) * 8 * 40),
                     f"group histograms of {pb.G} groups")
 
-    def run(self, release, prior, *, count=True, progress=None, memory):
-        pb = build(release.mechanism, release, prior)
+    def run(self, plan, *, count=True):
+        release, prior, progress, memory = plan.release, plan.prior, plan.progress, plan.memory
+        pb = problem(plan)
         if pb.empty:
             raise ValueError("no original table is consistent with this release under this "
                              "prior (every candidate has zero prior weight)")
         res = enumerate_signs(pb, progress=progress, count=count)
-        post = to_posterior(pb, res, release, prior, self.name)
-        ref, memo = res["weight_ref"], {}
-        post._sampler = lambda n, rng: sample_tables(pb, release.mechanism.cycles, n, rng, ref,
-                                                     memo)
-        return post
+        ref, memo, cycles = res["weight_ref"], {}, release.mechanism.cycles
+        return to_result(pb, res,
+                         sampler=lambda n, rng: sample_tables(pb, cycles, n, rng, ref, memo))
 
-    def count(self, release, prior, *, progress=None, memory):
-        pb = build(release.mechanism, release, prior)
+    def count(self, plan):
+        release, prior, progress, memory = plan.release, plan.prior, plan.progress, plan.memory
+        pb = problem(plan)
         if pb.empty:
             return 0
         res = enumerate_signs(pb, progress=progress, count=True)

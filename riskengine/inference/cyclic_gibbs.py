@@ -22,9 +22,9 @@ import numpy as np
 
 from kernels import gibbs as moves
 
-from ..mechanisms._base import Cost
+from ..protocol import Cost
 from . import _chains
-from .cyclic import build, tables_from_signs
+from .cyclic import problem, tables_from_signs
 from .gibbs import BlockGibbs
 
 __all__ = ["CyclicGibbs"]
@@ -45,22 +45,26 @@ class CyclicGibbs(BlockGibbs):
 
     name = "gibbs"
     exact = False
+    needs = "the cycle set and its coin (alpha, beta); a count release"
 
-    def applies(self, release, prior):
+    def applies(self, plan):
+        release, prior = plan.release, plan.prior
         if release.kind != "count":
             return "the cyclic Gibbs route needs a count release"
         return None
 
-    def estimate(self, release, prior, what="posterior"):
+    def estimate(self, plan, what="posterior"):
+        release, prior = plan.release, plan.prior
         cells = int(np.prod(release.shape, dtype=np.int64))
         m = release.mechanism.m
         n = self.chains * self.draws
         return Cost(float(8 * n * (m + 2 * cells) + 50e6),
                     f"{self.chains} chains x {self.draws} draws of {m} signs")
 
-    def run(self, release, prior, *, count=True, progress=None, memory):
+    def run(self, plan, *, count=True):
+        release, prior, progress, memory = plan.release, plan.prior, plan.progress, plan.memory
         mech = release.mechanism
-        pb = build(mech, release, prior)
+        pb = problem(plan)
         if pb.empty:
             raise ValueError(f"no original table is consistent with this {mech.name} "
                              "release under this prior")
@@ -97,4 +101,4 @@ class CyclicGibbs(BlockGibbs):
         C = mech.cycles
         tables = tables_from_signs(pb.P, signs.reshape(-1, m), C)
         draws = tables.reshape((self.chains, self.draws) + tuple(release.shape))
-        return self._posterior(release, prior, draws)
+        return self._result(release, draws)

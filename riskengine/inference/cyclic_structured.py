@@ -15,9 +15,9 @@ import numpy as np
 from kernels import cyclic_enum
 from kernels.elimination import CliqueTree, elimination_order
 
-from ..mechanisms._base import Cost, Route
+from ..protocol import Cost, Route
 from . import lattice
-from .cyclic import CyclicProblem, build, tables_from_signs, to_posterior
+from .cyclic import CyclicProblem, problem, tables_from_signs, to_result
 from .cyclic_enumerate import enumerate_signs
 
 __all__ = ["MAX_WIDTH", "CyclicStructured", "structured"]
@@ -169,31 +169,36 @@ class CyclicStructured(Route):
     """Sum-product on a clique tree (cycle-interaction width up to :data:`MAX_WIDTH`)."""
 
     name = "structured"
+    needs = (f"the cycle set and its coin (alpha, beta); a cycle-interaction graph of width "
+             f"<= {MAX_WIDTH}")
 
-    def applies(self, release, prior):
-        w = build(release.mechanism, release, prior).width()
+    def applies(self, plan):
+        release, prior = plan.release, plan.prior
+        w = problem(plan).width()
         if w > MAX_WIDTH:
             return (f"the cycle-interaction graph has width {w} (the structured route takes "
                     f"<= {MAX_WIDTH})")
         return None
 
-    def estimate(self, release, prior, what="posterior"):
-        pb = build(release.mechanism, release, prior)
+    def estimate(self, plan, what="posterior"):
+        release, prior = plan.release, plan.prior
+        pb = problem(plan)
         w = pb.width()
         return Cost(float(8 * 3 ** w * (pb.m + pb.G) * 3), f"clique tables of width {w}")
 
-    def run(self, release, prior, *, count=True, progress=None, memory):
-        pb = build(release.mechanism, release, prior)
+    def run(self, plan, *, count=True):
+        release, prior, progress, memory = plan.release, plan.prior, plan.progress, plan.memory
+        pb = problem(plan)
         if pb.empty:
             raise ValueError("no original table is consistent with this release under this "
                              "prior (every candidate has zero prior weight)")
-        post = to_posterior(pb, structured(pb, count=count, progress=progress), release,
-                            prior, self.name)
-        post._sampler = lambda n, rng: sample_tables(pb, release.mechanism.cycles, n, rng)
-        return post
+        cycles = release.mechanism.cycles
+        return to_result(pb, structured(pb, count=count, progress=progress),
+                         sampler=lambda n, rng: sample_tables(pb, cycles, n, rng))
 
-    def count(self, release, prior, *, progress=None, memory):
-        pb = build(release.mechanism, release, prior)
+    def count(self, plan):
+        release, prior, progress, memory = plan.release, plan.prior, plan.progress, plan.memory
+        pb = problem(plan)
         if pb.empty:
             return 0
         res = structured(pb, count=True, marginals=False)

@@ -15,8 +15,8 @@ import numpy as np
 
 from kernels import table_enum
 
-from ..mechanisms._base import Cost, Route
-from . import _label
+from ..protocol import Cost, Route, RouteResult
+from ._plan import prepared
 from .windows import EntryWindows, flat
 
 __all__ = ["Enumerate3D", "enumerate_windows", "order"]
@@ -96,16 +96,14 @@ def enumerate_windows(ew: EntryWindows, max_steps: int = 0) -> dict:
 class Enumerate3D(Route):
     """Streaming enumeration of 3-D tables with every 2-way margin published.
 
-    ``windows(release) -> EntryWindows`` describes the mechanism (without the prior).
+    Reads the mechanism's entry windows (``plan.inputs["windows"]``, without the prior).
     """
 
     name = "enumerate"
+    needs = "entry windows; 3-D count table with every 2-way margin published"
 
-    def __init__(self, windows):
-        self._windows = windows
-        self._last = None
-
-    def applies(self, release, prior):
+    def applies(self, plan):
+        release = plan.release
         if release.kind != "count":
             return ("the exact routes walk integer tables and need a count release; this "
                     "release holds magnitudes (rk.audit gives their intervals)")
@@ -118,34 +116,39 @@ class Enumerate3D(Route):
             return "the 3-D enumerator does not use published subtotals"
         return None
 
-    def estimate(self, release, prior, what="posterior"):
-        ew = self._windows(release)
+    def estimate(self, plan, what="posterior"):
+        ew = plan.inputs["windows"]
         n = sum(int(np.prod(np.shape(v), dtype=np.int64)) for v in ew.lw.values())
         # the walk's length is known only by walking: a probe of AUTO_STEPS steps, whose
         # result the run re-uses when it finished
-        _, res = self._run(release, prior, AUTO_STEPS)
+        _, res = self._run(plan, AUTO_STEPS)
         long = "" if res is None or res["count"] >= 0 else (
             f"the enumeration did not finish within {AUTO_STEPS:.0e} steps (about 2 s; the "
             "candidate tables are too many to list)")
         return Cost(float(8 * 4 * n), f"histograms of {n} window values", too_long=long)
 
-    def _run(self, release, prior, max_steps: int = 0):
-        last = self._last
-        if last is not None and last[0] is release and last[1] is prior and \
-                (last[3] is None or last[3]["count"] >= 0 or last[4] == max_steps):
-            return last[2], last[3]
-        ew = self._windows(release).with_prior(prior, release.coords).trimmed()
+    @staticmethod
+    def _run(plan, max_steps: int = 0):
+        """``(entry windows with the prior, enumeration)``; a probe's walk (``max_steps``)
+        that finished is the run's (kept in ``plan.memo`` for the call)."""
+        last = plan.prepared.get("enumerate_3d")
+        if last is not None and (last[1] is None or last[1]["count"] >= 0
+                                 or last[2] == max_steps):
+            return last[0], last[1]
+        release, prior = plan.release, plan.prior
+        ew = plan.inputs["windows"].with_prior(prior, release.coords).trimmed()
         res = None
         if ew is not None:
             tilt = ew.tilted()
             res = enumerate_windows(tilt, max_steps)
             res["shift"] += tilt.shift
             res["tilted"] = tilt
-        self._last = (release, prior, ew, res, max_steps)
+        plan.prepared["enumerate_3d"] = (ew, res, max_steps)
         return ew, res
 
-    def run(self, release, prior, *, count=True, progress=None, memory):
-        ew, res = self._run(release, prior)
+    def run(self, plan, *, count=True):
+        release = plan.release
+        ew, res = self._run(plan)
         if ew is None or res["count"] == 0:
             raise ValueError(f"no original table is consistent with this "
                              f"{release.mechanism.name} release under this prior")
@@ -159,13 +162,14 @@ class Enumerate3D(Route):
                 totals[keep] = (res["mlo"][at:at + n].reshape(tshape),
                                 (res["mhist"][at:at + n] / total).reshape(tshape + (-1,)))
             at += n
-        return _label.label(release, prior, route=self.name, start=res["clo"],
+        return RouteResult(start=res["clo"],
                             probs=(res["hist"] / total).reshape(shape + (-1,)),
                             log_evidence=float(np.log(total) + res["shift"]),
                             n_candidates=res["count"], totals=totals,
                             approximation=ew.approximation,
                             sampler=lambda n, rng: sample_tables(res["tilted"], n, rng))
 
-    def count(self, release, prior, *, progress=None, memory):
-        ew, res = self._run(release, prior)
+    def count(self, plan):
+        release = plan.release
+        ew, res = self._run(plan)
         return 0 if ew is None else res["count"]

@@ -39,8 +39,8 @@ import xarray as xr
 from kernels import gibbs as moves
 
 from .._seeding import release_seed
-from ..mechanisms._base import Cost, Route
-from . import _chains, _label, gibbs3d
+from ..protocol import Cost, Route, RouteResult
+from . import _chains, gibbs3d
 from . import table_dp as dp
 
 __all__ = ["ESS_MIN", "RHAT_MAX", "BlockGibbs", "ConvergenceWarning"]
@@ -106,18 +106,18 @@ def _orientation(win: dp.Windows, x: np.ndarray, rows) -> bool:
 
 class BlockGibbs(Route):
     """Blocked Gibbs sampler over 2-D tables with totals (rows redrawn in pairs by the
-    table DP) and 3-D tables with every 2-way margin (:mod:`.gibbs3d`).
-    ``windows(release) -> EntryWindows`` describes the mechanism."""
+    table DP) and 3-D tables with every 2-way margin (:mod:`.gibbs3d`).  Reads the
+    mechanism's entry windows (``plan.inputs["windows"]``)."""
 
     name = "gibbs"
     exact = False
+    needs = "entry windows; 2-D (every total) or 3-D (every 2-way margin) count table"
     #: a row-pair DP redraw every this many sweeps (0: none; the line moves alone when every
     #: total is a wide window, where the DP over two rows is costly and not needed)
     block_every = BLOCK_EVERY
 
-    def __init__(self, windows=None, chains: int = 4, warmup: int = 300, draws: int = 1000,
+    def __init__(self, chains: int = 4, warmup: int = 300, draws: int = 1000,
                  seed: int | None = None, workers: int | None = None, scheduler=None):
-        self._windows = windows
         self.chains, self.warmup, self.draws = chains, warmup, draws
         #: extra entropy for the chains' generator (None: the release, prior and settings
         #: alone decide it; repeated runs with different seeds measure the Monte Carlo
@@ -136,7 +136,8 @@ class BlockGibbs(Route):
         out.seed, out.workers, out.scheduler = mc.seed, mc.workers, mc.scheduler
         return out
 
-    def applies(self, release, prior):
+    def applies(self, plan):
+        release, prior = plan.release, plan.prior
         if release.kind != "count" or len(release.dims) not in (2, 3) or release.groups:
             return "the Gibbs route covers 2-D and 3-D count tables without subtotals"
         if len(release.dims) == 3:
@@ -150,17 +151,20 @@ class BlockGibbs(Route):
             return "a 1 x 1 table needs no sampler"
         return None
 
-    def estimate(self, release, prior, what="posterior"):
+    def estimate(self, plan, what="posterior"):
+        release, prior = plan.release, plan.prior
         cells = int(np.prod(release.shape, dtype=np.int64))
         n = self.chains * self.draws
         return Cost(float(8 * (n * cells * 2 + 64 * cells * 200) + 50e6),
                     f"{self.chains} chains x {self.draws} draws of "
                     f"{' x '.join(map(str, release.shape))} tables")
 
-    def _windows_for(self, release, prior):
+    @staticmethod
+    def _windows_for(plan):
         """Tilted DP windows with the rows along the longer dim (pairs of the shorter
         rows are small DPs) and the entry windows they come from."""
-        ew = self._windows(release).with_prior(prior, release.coords).trimmed()
+        release = plan.release
+        ew = plan.inputs["windows"].with_prior(plan.prior, release.coords).trimmed()
         if ew is None:
             raise ValueError(f"no original table is consistent with this "
                              f"{release.mechanism.name} release under this prior")
@@ -169,10 +173,11 @@ class BlockGibbs(Route):
         tilt = e.tilted()
         return e, dp.from_entries(tilt), flip
 
-    def run(self, release, prior, *, count=True, progress=None, memory):
+    def run(self, plan, *, count=True):
+        release, prior, progress, memory = plan.release, plan.prior, plan.progress, plan.memory
         if len(release.dims) == 3:
-            return self._run_3d(release, prior, progress)
-        ew, win, flip = self._windows_for(release, prior)
+            return self._run_3d(plan)
+        ew, win, flip = self._windows_for(plan)
         r, c = win.cell_lo.shape
         rng = self._rng(release, prior)
         starts = [ew.mode()] + [ew.mode(rng) for _ in range(self.chains - 1)]
@@ -211,7 +216,7 @@ class BlockGibbs(Route):
                                    self.workers, self.scheduler))
         if flip:
             out = np.swapaxes(out, 2, 3)
-        return self._posterior(release, prior, out)
+        return self._result(release, out)
 
     @staticmethod
     def _block_sweep(win, x, rng, transpose, memory, ch):
@@ -233,17 +238,23 @@ class BlockGibbs(Route):
             (() if self.seed is None else (self.seed,))
         return np.random.default_rng(release_seed(release, prior, settings))
 
-    def _run_3d(self, release, prior, progress):
-        ew = self._windows(release).with_prior(prior, release.coords).trimmed()
+    def _run_3d(self, plan):
+        release, prior = plan.release, plan.prior
+        ew = plan.inputs["windows"].with_prior(prior, release.coords).trimmed()
         if ew is None:
             raise ValueError(f"no original table is consistent with this "
                              f"{release.mechanism.name} release under this prior")
         out = gibbs3d.chains(ew, self.chains, self.warmup, self.draws,
-                             self._rng(release, prior), progress, workers=self.workers,
+                             self._rng(release, prior), plan.progress, workers=self.workers,
                              scheduler=self.scheduler)
-        return self._posterior(release, prior, out)
+        return self._result(release, out)
 
-    def _posterior(self, release, prior, draws):
+    @staticmethod
+    def _result(release, draws, approximation: str = "", **extra) -> RouteResult:
+        """The Monte Carlo result of the chains' kept ``draws`` ``(chain, draw, *shape)``:
+        each cell's share of draws at each value, arviz diagnostics, whole-table draws
+        replayed from the chains; ``approximation`` (default: blocked Gibbs) and ``extra``
+        fields of the result (``totals``, ``notes``)."""
         chains, n = draws.shape[:2]
         shape = draws.shape[2:]
         lo = draws.min(axis=(0, 1))
@@ -253,27 +264,23 @@ class BlockGibbs(Route):
         for w in range(W):
             probs[..., w] = (flat == w).mean(axis=0)
         diag = diagnostics(draws, lo, probs, release.dims, release.coords)
-        post = _label.label(release, prior, route=self.name, start=lo, probs=probs,
-                            log_evidence=np.nan, n_candidates=None,
-                            approximation=(f"Monte Carlo: blocked Gibbs, {chains} chains x "
-                                           f"{n} draws"),
-                            sampler=_replay(draws))
-        post.attrs["n_candidates_note"] = ("not counted by the Monte Carlo route (draws "
-                                           "visit candidates, they do not count them)")
-        post.attrs["approximate"] = 1
-        post.diagnostics = diag
-        post.chains = draws
         bad = diag.attrs["max_rhat"] > RHAT_MAX or diag.attrs["min_ess_bulk"] < ESS_MIN \
             or diag.attrs["min_ess_tail"] < ESS_MIN
-        post.attrs["converged"] = int(not bad)
-        post.attrs["diagnostics"] = (f"max R-hat {diag.attrs['max_rhat']:.4f}, min bulk ESS "
-                                     f"{diag.attrs['min_ess_bulk']:.0f}, min tail ESS "
-                                     f"{diag.attrs['min_ess_tail']:.0f}")
+        summary = (f"max R-hat {diag.attrs['max_rhat']:.4f}, min bulk ESS "
+                   f"{diag.attrs['min_ess_bulk']:.0f}, min tail ESS "
+                   f"{diag.attrs['min_ess_tail']:.0f}")
         if bad:
             warnings.warn(f"the Monte Carlo posterior has not converged by the usual rules "
-                          f"(R-hat <= {RHAT_MAX}, ESS >= {ESS_MIN}): "
-                          f"{post.attrs['diagnostics']}", ConvergenceWarning, stacklevel=2)
-        return post
+                          f"(R-hat <= {RHAT_MAX}, ESS >= {ESS_MIN}): {summary}",
+                          ConvergenceWarning, stacklevel=3)
+        notes = {"n_candidates_note": "not counted by the Monte Carlo route (draws visit "
+                                      "candidates, they do not count them)",
+                 "diagnostics": summary, **extra.pop("notes", {})}
+        return RouteResult(start=lo, probs=probs, log_evidence=np.nan, n_candidates=None,
+                           approximation=approximation or (
+                               f"Monte Carlo: blocked Gibbs, {chains} chains x {n} draws"),
+                           sampler=_replay(draws), diagnostics=diag, chains=draws,
+                           converged=not bad, notes=notes, **extra)
 
 
 

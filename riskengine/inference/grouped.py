@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..mechanisms._base import Cost, Route
-from . import _label
+from ..protocol import Cost, Route, RouteResult
+from ._plan import prepared
 from . import table_dp as dp
 from .windows import EntryWindows, exact, flat
 
@@ -26,8 +26,11 @@ class Grouped2D(Route):
     """Exact posterior of 2-D releases with one level of subtotals (see the module)."""
 
     name = "grouped-dp"
+    needs = ("entry windows; 2-D count table with one level of subtotals, every total and "
+             "subtotal published")
 
-    def applies(self, release, prior):
+    def applies(self, plan):
+        release, prior = plan.release, plan.prior
         if release.kind != "count":
             return ("the exact routes walk integer tables and need a count release; this "
                     "release holds magnitudes (rk.audit gives their intervals)")
@@ -40,54 +43,16 @@ class Grouped2D(Route):
             return "the grouped route needs every total and subtotal published"
         return None
 
-    def estimate(self, release, prior, what="posterior"):
-        _, pieces = self._pieces(release, prior)
+    def estimate(self, plan, what="posterior"):
+        release, prior = plan.release, plan.prior
+        _, pieces = prepared(plan, "grouped", lambda: _pieces(plan.release, plan.prior))
         need = [dp.memory(win, what) for _, _, win, _ in pieces if win is not None]
         return Cost(float(max((b for b, _ in need), default=0.0)),
                     "; ".join(d for _, d in need) or "no candidate")
 
-    def _pieces(self, release, prior):
-        (g, parts), = release.groups.items()
-        d0, d1 = release.dims
-        ax = release.dims.index(g)
-        pub = (np.full(release.shape, np.nan) if release.published is None
-               else np.asarray(release.published, dtype=float))
-        lines = np.asarray(release.margins[(g,)], dtype=np.int64)       # g's category totals
-        sub = np.asarray(release.subtotals[(d0, d1)], dtype=np.int64)   # grouped interior
-        subtot = np.asarray(release.subtotals[(g,)], dtype=np.int64)    # group totals
-        # interior windows with the prior, in the release's orientation: a free cell ranges
-        # up to its category total and its group's subtotal in its column
-        gid = np.empty(release.shape[ax], np.int64)
-        for k, members in enumerate(parts):
-            gid[list(members)] = k
-        line_b = lines[:, None] if ax == 0 else lines[None, :]
-        sub_b = sub[gid] if ax == 0 else sub[:, gid]
-        bound = np.minimum(line_b, sub_b)
-        free = np.isnan(pub)
-        val = np.where(free, 0, pub).astype(np.int64)
-        lo, lw = flat(np.where(free, 0, val), np.where(free, bound, val))
-        vals = lo[..., None] + np.arange(lw.shape[-1])
-        with np.errstate(invalid="ignore"):
-            lw = lw + prior.log_weights(vals, release.dims, release.coords)
-        lw = np.where(np.isnan(lw), -np.inf, lw)
-        if ax == 1:
-            lo, lw, sub = lo.T, lw.transpose(1, 0, 2), sub.T
-        other = release.dims[1 - ax]
-        pieces = []
-        for k, members in enumerate(parts):
-            members = list(members)
-            blocks = {(g, other): (lo[members], lw[members]), (g,): exact(lines[members]),
-                      (other,): exact(sub[k]), (): exact(subtot[k])}
-            ew = EntryWindows((g, other), (len(members), lo.shape[1]),
-                              {b: v[0] for b, v in blocks.items()},
-                              {b: v[1] for b, v in blocks.items()}).trimmed()
-            tilt = None if ew is None else ew.tilted()
-            pieces.append((members, ew, None if tilt is None else dp.from_entries(tilt),
-                           0.0 if tilt is None else tilt.shift))
-        return ax, pieces
-
-    def run(self, release, prior, *, count=True, progress=None, memory):
-        ax, pieces = self._pieces(release, prior)
+    def run(self, plan, *, count=True):
+        release, prior, progress, memory = plan.release, plan.prior, plan.progress, plan.memory
+        ax, pieces = prepared(plan, "grouped", lambda: _pieces(plan.release, plan.prior))
         g = next(iter(release.groups))
         shape = release.shape if ax == 0 else release.shape[::-1]
         results = []
@@ -110,16 +75,60 @@ class Grouped2D(Route):
         if ax == 1:
             start, probs = start.T, probs.transpose(1, 0, 2)
         parts = [(members, res["windows"]) for members, res in results]
-        return _label.label(release, prior, route=self.name, start=start, probs=probs,
+        return RouteResult(start=start, probs=probs,
                             log_evidence=log_z, n_candidates=n_total,
                             sampler=_sampler(parts, shape, ax, memory))
 
-    def count(self, release, prior, *, progress=None, memory):
-        _, pieces = self._pieces(release, prior)
+    def count(self, plan):
+        release, prior, progress, memory = plan.release, plan.prior, plan.progress, plan.memory
+        _, pieces = prepared(plan, "grouped", lambda: _pieces(plan.release, plan.prior))
         n = 1
         for _, _, win, _ in pieces:
             n *= 0 if win is None else dp.count(win, max_states=memory / 8)
         return n
+
+
+def _pieces(release, prior):
+    """``(grouped axis, [(members, entry windows, DP windows, tilt), ...])``: one table DP per
+    group of the grouped dim, each with its own totals."""
+    (g, parts), = release.groups.items()
+    d0, d1 = release.dims
+    ax = release.dims.index(g)
+    pub = (np.full(release.shape, np.nan) if release.published is None
+           else np.asarray(release.published, dtype=float))
+    lines = np.asarray(release.margins[(g,)], dtype=np.int64)       # g's category totals
+    sub = np.asarray(release.subtotals[(d0, d1)], dtype=np.int64)   # grouped interior
+    subtot = np.asarray(release.subtotals[(g,)], dtype=np.int64)    # group totals
+    # interior windows with the prior, in the release's orientation: a free cell ranges
+    # up to its category total and its group's subtotal in its column
+    gid = np.empty(release.shape[ax], np.int64)
+    for k, members in enumerate(parts):
+        gid[list(members)] = k
+    line_b = lines[:, None] if ax == 0 else lines[None, :]
+    sub_b = sub[gid] if ax == 0 else sub[:, gid]
+    bound = np.minimum(line_b, sub_b)
+    free = np.isnan(pub)
+    val = np.where(free, 0, pub).astype(np.int64)
+    lo, lw = flat(np.where(free, 0, val), np.where(free, bound, val))
+    vals = lo[..., None] + np.arange(lw.shape[-1])
+    with np.errstate(invalid="ignore"):
+        lw = lw + prior.log_weights(vals, release.dims, release.coords)
+    lw = np.where(np.isnan(lw), -np.inf, lw)
+    if ax == 1:
+        lo, lw, sub = lo.T, lw.transpose(1, 0, 2), sub.T
+    other = release.dims[1 - ax]
+    pieces = []
+    for k, members in enumerate(parts):
+        members = list(members)
+        blocks = {(g, other): (lo[members], lw[members]), (g,): exact(lines[members]),
+                  (other,): exact(sub[k]), (): exact(subtot[k])}
+        ew = EntryWindows((g, other), (len(members), lo.shape[1]),
+                          {b: v[0] for b, v in blocks.items()},
+                          {b: v[1] for b, v in blocks.items()}).trimmed()
+        tilt = None if ew is None else ew.tilted()
+        pieces.append((members, ew, None if tilt is None else dp.from_entries(tilt),
+                       0.0 if tilt is None else tilt.shift))
+    return ax, pieces
 
 
 def _sampler(parts, shape, ax, budget):

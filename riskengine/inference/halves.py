@@ -24,8 +24,8 @@ import numpy as np
 
 from kernels import halves as _k
 
-from ..mechanisms._base import Cost, Route
-from . import _label
+from ..protocol import Cost, Route, RouteResult
+from ._plan import prepared
 
 __all__ = ["MAX_GRID", "Halves", "count", "grid_size", "marginals"]
 
@@ -124,37 +124,23 @@ class Halves(Route):
     fixed and a prior uniform over tables (flat windows: ``Uniform``, ``Flat``, bounds), by
     meeting in the middle over row halves (:func:`count`, :func:`marginals`).
 
-    ``windows(release) -> EntryWindows`` describes the mechanism (without the prior);
-    ``draws``: a route with ``draws(release, prior, budget, who)`` giving whole-table draws
+    Reads the mechanism's entry windows (``plan.inputs["windows"]``, without the prior);
+    ``draws``: a route with ``draws(plan, who)`` giving whole-table draws
     (:meth:`riskengine.inference.table_dp.TableDP.draws`)."""
 
     name = "halves"
+    needs = ("entry windows; 2-D count table of 3 or 4 rows, every total exact, prior "
+             "uniform over tables")
 
-    def __init__(self, windows, draws=None):
-        self._windows = windows
+    def __init__(self, draws=None):
         self._draws = draws
-        self._last = None
 
-    def _plan(self, release, prior):
-        last = self._last
-        if last is not None and last[0] is release and last[1] is prior:
-            return last[2]
-        out = None
-        ew = self._windows(release).with_prior(prior, release.coords).trimmed()
-        if ew is not None and all(np.shape(ew.lw[k])[-1] == 1 for k in ew.lw if k != ew.dims) \
-                and _flat(ew.interior[1]):
-            best = None
-            for e in (ew, ew.transposed()):
-                lo, lw = e.interior
-                d0, d1 = e.dims
-                g = grid_size(lo, lw, e.lo[(d0,)], e.lo[(d1,)])
-                if g is not None and (best is None or g < best[0]):
-                    best = (g, e)
-            out = best
-        self._last = (release, prior, out)
-        return out
+    @staticmethod
+    def _plan(plan):
+        return prepared(plan, "halves", lambda: _best(plan))
 
-    def applies(self, release, prior):
+    def applies(self, plan):
+        release = plan.release
         if release.kind != "count" or len(release.dims) != 2 or release.groups:
             return "the half-split route covers 2-D count tables without subtotals"
         d0, d1 = release.dims
@@ -163,19 +149,20 @@ class Halves(Route):
             return "the half-split route needs every total published exactly"
         if not release.mechanism.additive:
             return "the half-split route needs totals published exactly"
-        if self._plan(release, prior) is None:
+        if self._plan(plan) is None:
             return ("the half-split route covers tables of 3 or 4 rows (either way round) "
                     "with totals fixed and a prior uniform over tables")
         return None
 
-    def estimate(self, release, prior, what="posterior"):
-        g, e = self._plan(release, prior)
+    def estimate(self, plan, what="posterior"):
+        g, e = self._plan(plan)
         r, m = e.shape
         return Cost(float(8 * 64 * r * m * (np.shape(e.interior[1])[-1] + 1) + 60 * 2 ** 20),
                     f"{g:.3g} column-sum vectors of two row halves")
 
-    def run(self, release, prior, *, count=True, progress=None, memory):
-        _, e = self._plan(release, prior)
+    def run(self, plan, *, count=True):
+        release = plan.release
+        _, e = self._plan(plan)
         lo, lw = e.interior
         d0, d1 = e.dims
         R, C = e.lo[(d0,)], e.lo[(d1,)]
@@ -195,11 +182,11 @@ class Halves(Route):
         totals = {k: (np.asarray(release.margins[k]),
                       np.ones(np.shape(release.margins[k]) + (1,)))
                   for k in ((release.dims[0],), (release.dims[1],), ())}
-        return _label.label(release, prior, route=self.name, start=start, probs=probs,
-                            log_evidence=log_z, n_candidates=n if count else None,
-                            totals=totals, sampler=self._sampler(release, prior, memory))
+        return RouteResult(start=start, probs=probs, log_evidence=log_z,
+                           n_candidates=n if count else None, totals=totals,
+                           sampler=self._sampler(plan))
 
-    def _sampler(self, release, prior, budget):
+    def _sampler(self, plan):
         """Whole-table draws through the route given as ``draws`` (the table DP on the same
         windows: the half-split counts give marginals, not draws), planned when first
         called; None without one."""
@@ -207,12 +194,29 @@ class Halves(Route):
             return None
 
         def draw(n, rng):
-            return self._draws.draws(release, prior, budget, "the half-split route")(n, rng)
+            return self._draws.draws(plan, "the half-split route")(n, rng)
 
         return draw
 
-    def count(self, release, prior, *, progress=None, memory):
-        _, e = self._plan(release, prior)
+    def count(self, plan):
+        _, e = self._plan(plan)
         lo, lw = e.interior
         d0, d1 = e.dims
         return globals()["count"](lo, lw, e.lo[(d0,)], e.lo[(d1,)])
+
+
+def _best(plan):
+    """``(grid size, entry windows)`` of the orientation with the smaller half-split grid,
+    or None when the route does not fit (a total not fixed, a prior not flat)."""
+    ew = plan.inputs["windows"].with_prior(plan.prior, plan.release.coords).trimmed()
+    if ew is None or not all(np.shape(ew.lw[k])[-1] == 1 for k in ew.lw if k != ew.dims) \
+            or not _flat(ew.interior[1]):
+        return None
+    best = None
+    for e in (ew, ew.transposed()):
+        lo, lw = e.interior
+        d0, d1 = e.dims
+        g = grid_size(lo, lw, e.lo[(d0,)], e.lo[(d1,)])
+        if g is not None and (best is None or g < best[0]):
+            best = (g, e)
+    return best

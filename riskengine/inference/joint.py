@@ -29,9 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..mechanisms._base import Cost, Route
+from ..protocol import Cost, Route, RouteResult
 from ..table import default_margins
-from . import _label
+from ._plan import prepared
 
 __all__ = ["MAX_WORK", "Group", "JointEnumeration", "JointModel", "group_windows"]
 
@@ -87,35 +87,30 @@ class _Enumerated:
 
 class JointEnumeration(Route):
     """Exact posterior by enumeration of every candidate original (see the module
-    docstring).  ``model(release, max_values) -> JointModel`` (with only its ``refusal``
-    when its groups hold more than ``max_values`` (cell, value) pairs)."""
+    docstring).  Reads ``plan.inputs["joint_model"]``: ``max_values -> JointModel`` (with
+    only its ``refusal`` when its groups hold more than ``max_values`` (cell, value)
+    pairs)."""
 
     name = "joint"
+    needs = "the exact joint likelihood by groups (joint_model); finite supports"
     #: (cell, value) pairs past which the model is not built (only its refusal)
     max_values = MAX_VALUES
 
-    def __init__(self, model):
-        self._model = model
-        self._last = None
-
-    def _get(self, release) -> JointModel:
-        """The release's model (built once for the release last asked about: ``applies``,
+    def _get(self, plan) -> JointModel:
+        """The release's model (built once per call and size limit: ``applies``,
         ``estimate`` and ``run`` ask in turn)."""
-        last = self._last
-        if last is not None and last[0] is release:
-            return last[1]
-        m = self._model(release, self.max_values)
-        self._last = (release, m)
-        return m
+        return prepared(plan, ("joint_model", self.max_values),
+                         lambda: plan.inputs["joint_model"](self.max_values))
 
     # --- supports and sizes ---------------------------------------------------------------
-    def _windows(self, release, prior):
+    def _windows(self, plan):
         """Per group: the allowed values of each cell within the prior's support (bool
         (K, total + 1)) and the prior log-weights there."""
-        model = self._get(release)
+        model = self._get(plan)
         if model.refusal:
             return model, None
-        return model, group_windows(model, release, prior)
+        return model, prepared(plan, ("joint_windows", self.max_values),
+                                lambda: group_windows(model, plan.release, plan.prior))
 
     @staticmethod
     def _n_tables(ok: np.ndarray, total: int) -> float:
@@ -134,18 +129,18 @@ class JointEnumeration(Route):
             c = new
         return float(c[total])
 
-    def _work(self, release, prior):
-        model, wins = self._windows(release, prior)
+    def _work(self, plan):
+        model, wins = self._windows(plan)
         if model.refusal:
             return np.inf, [np.inf], model
         sizes = [self._n_tables(ok, g.total) for g, (ok, _) in zip(model.groups, wins)]
         work = sum(s * (g.cost + len(g.cells)) for s, g in zip(sizes, model.groups))
         return work, sizes, model
 
-    def applies(self, release, prior):
-        if release.groups:
+    def applies(self, plan):
+        if plan.release.groups:
             return "the joint enumeration does not use published subtotals"
-        work, sizes, model = self._work(release, prior)
+        work, sizes, model = self._work(plan)
         if model.refusal:
             return model.refusal
         if work > MAX_WORK:
@@ -154,8 +149,8 @@ class JointEnumeration(Route):
                     f"({MAX_WORK:.0e})")
         return None
 
-    def estimate(self, release, prior, what="posterior"):
-        _, sizes, model = self._work(release, prior)
+    def estimate(self, plan, what="posterior"):
+        _, sizes, model = self._work(plan)
         if model.refusal:
             return Cost(np.inf, model.refusal)
         mem = max(s * (len(g.cells) + 4) * 8 * 2 for s, g in zip(sizes, model.groups))
@@ -197,8 +192,9 @@ class JointEnumeration(Route):
         mx = logw.max()
         return _Enumerated(X, logw, float(mx + np.log(np.exp(logw - mx).sum())))
 
-    def _run(self, release, prior):
-        model, wins = self._windows(release, prior)
+    def _run(self, plan):
+        release = plan.release
+        model, wins = self._windows(plan)
         if model.refusal:
             raise ValueError(f"the joint route cannot answer this release: {model.refusal}")
         parts = [self._enumerate(g, ok, glw) for g, (ok, glw) in zip(model.groups, wins)]
@@ -207,8 +203,9 @@ class JointEnumeration(Route):
                              f"{release.mechanism.name} release under this prior")
         return model, parts
 
-    def run(self, release, prior, *, count=True, progress=None, memory):
-        model, parts = self._run(release, prior)
+    def run(self, plan, *, count=True):
+        release = plan.release
+        model, parts = self._run(plan)
         shape = tuple(release.shape)
         ncell = int(np.prod(shape, dtype=np.int64))
         lo = np.zeros(ncell, np.int64)
@@ -233,14 +230,14 @@ class JointEnumeration(Route):
             return {keep: (lambda keep=keep: _total(release, model, parts, weights, keep))
                     for keep in default_margins(release.dims) if keep not in release.margins}
 
-        return _label.label(release, prior, route=self.name, start=lo.reshape(shape),
+        return RouteResult(start=lo.reshape(shape),
                             probs=probs.reshape(shape + (W,)),
                             log_evidence=float(sum(p.logz for p in parts)),
                             n_candidates=n if count else None, totals=totals,
                             sampler=_sampler(model, parts, weights, shape))
 
-    def count(self, release, prior, *, progress=None, memory):
-        model, wins = self._windows(release, prior)
+    def count(self, plan):
+        model, wins = self._windows(plan)
         if model.refusal:
             raise ValueError(f"the joint route cannot answer this release: {model.refusal}")
         n = 1

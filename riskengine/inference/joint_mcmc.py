@@ -54,9 +54,10 @@ from scipy.special import gammaln
 
 from kernels import multinomial_chain as mchain
 
-from ..mechanisms._base import Cost
+from ..protocol import Cost
 from ..table import default_margins
-from . import _chains, _label
+from ._plan import prepared
+from . import _chains
 from .gibbs import BlockGibbs
 from .joint import JointEnumeration, group_windows
 
@@ -212,24 +213,24 @@ def _dp_vector(ok: np.ndarray, total: int, score: np.ndarray, rng=None) -> np.nd
 
 class JointMCMC(BlockGibbs):
     """Gibbs over pairs of cells with the exact joint likelihood (see the module
-    docstring).  ``model(release, max_values) -> JointModel`` as for the joint route."""
+    docstring).  Reads ``plan.inputs["joint_model"]`` as the joint route does."""
 
     name = "mcmc"
     exact = False
+    needs = "the exact joint likelihood by groups with per-cell factors (joint_model)"
     max_values = MAX_VALUES
-
-    def __init__(self, model, chains: int = 4, warmup: int = 300, draws: int = 1000,
-                 seed: int | None = None, workers: int | None = None, scheduler=None):
-        super().__init__(None, chains, warmup, draws, seed, workers, scheduler)
-        self._model = model
-        self._last = None
 
     # --- the model --------------------------------------------------------------------------
     _get = JointEnumeration._get
 
-    def _groups(self, release, prior) -> list:
-        """A :class:`_GroupChain` per group with more than one candidate value somewhere."""
-        model = self._get(release)
+    def _groups(self, plan) -> list:
+        """A :class:`_GroupChain` per group with more than one candidate value somewhere
+        (prepared once per call)."""
+        return prepared(plan, ("joint_chains", self.max_values), lambda: self._make_groups(plan))
+
+    def _make_groups(self, plan) -> list:
+        release, prior = plan.release, plan.prior
+        model = self._get(plan)
         out = []
         for g, (ok, glw) in zip(model.groups, group_windows(model, release, prior)):
             if not ok.any(axis=1).all():
@@ -253,26 +254,28 @@ class JointMCMC(BlockGibbs):
                                    g.loglik, _sweep_steps(f, args), bool((rising > 1).any())))
         return out
 
-    def applies(self, release, prior):
+    def applies(self, plan):
+        release, prior = plan.release, plan.prior
         if release.groups:
             return "the resampling Monte Carlo route does not use published subtotals"
-        model = self._get(release)
+        model = self._get(plan)
         if model.refusal:
             return model.refusal.replace("the joint enumeration", "the Monte Carlo route")
         if any(g.factors is None for g in model.groups):
             return "the mechanism gives no per-cell factors of its likelihood"
         return None
 
-    def seconds(self, release, prior) -> float:
+    def seconds(self, plan) -> float:
         """Estimated wall time of a run (the chains on the machine's cores)."""
-        steps = sum(g.steps for g in self._groups(release, prior))
+        steps = sum(g.steps for g in self._groups(plan))
         sweeps = self.chains * (self.warmup + self.draws)
         par = min(self.chains, os.cpu_count() or 1) if self.scheduler is None else 1
         return steps * sweeps / STEPS_PER_SECOND / par
 
-    def estimate(self, release, prior, what="posterior"):
+    def estimate(self, plan, what="posterior"):
+        release, prior = plan.release, plan.prior
         try:
-            groups = self._groups(release, prior)
+            groups = self._groups(plan)
         except ValueError as e:
             return Cost(0.0, str(e))
         ncell = int(np.prod(release.shape, dtype=np.int64))
@@ -280,7 +283,7 @@ class JointMCMC(BlockGibbs):
                         for g in groups)
         mem = float(per_chain * min(self.chains, os.cpu_count() or 1)
                     + 16 * self.chains * self.draws * ncell + 20e6)
-        secs = self.seconds(release, prior)
+        secs = self.seconds(plan)
         detail = (f"{self.chains} chains x {self.warmup + self.draws} sweeps of pair redraws, "
                   f"about {secs:.3g} s")
         too_long = (f"the Monte Carlo route would take about {secs:.3g} s, more than "
@@ -312,8 +315,9 @@ class JointMCMC(BlockGibbs):
             cand = _dp_vector(good, total, np.zeros_like(gc.glw), rng)
         return out
 
-    def run(self, release, prior, *, count=True, progress=None, memory):
-        groups = self._groups(release, prior)
+    def run(self, plan, *, count=True):
+        release, prior, progress, memory = plan.release, plan.prior, plan.progress, plan.memory
+        groups = self._groups(plan)
         P = np.asarray(release.published, dtype=np.int64).reshape(-1)
         rng = self._rng(release, prior)
         ncell = P.size
@@ -362,20 +366,19 @@ class JointMCMC(BlockGibbs):
         dt = time.perf_counter() - t0
         shape = tuple(release.shape)
         draws = draws.reshape((self.chains, self.draws) + shape)
-        post = self._posterior(release, prior, draws)
         holes = any(gc.holes for gc, _ in moving)
-        post.attrs["approximation"] = (
-            f"Monte Carlo: Gibbs over pairs of cells with the exact joint likelihood, "
-            f"{self.chains} chains x {self.draws} draws"
-            + ("; some cell's candidate values are not an interval (irreducibility not "
-               "proven for this prior)" if holes else ""))
         fb = fallbacks.sum(axis=0)
-        post.attrs["exact_fallbacks"] = (f"{int(fb[0])} of {int(fb[1])} candidate likelihoods "
-                                         "recomputed in log space" if self.scheduler is None
-                                         else "not counted (dask)")
-        post.attrs["seconds"] = dt
-        post.totals = _label.LazyTotals(release, lambda: _draw_totals(release, draws))
-        return post
+        return self._result(
+            release, draws,
+            approximation=(f"Monte Carlo: Gibbs over pairs of cells with the exact joint "
+                           f"likelihood, {self.chains} chains x {self.draws} draws"
+                           + ("; some cell's candidate values are not an interval "
+                              "(irreducibility not proven for this prior)" if holes else "")),
+            totals=lambda: _draw_totals(release, draws),
+            notes={"exact_fallbacks": (f"{int(fb[0])} of {int(fb[1])} candidate likelihoods "
+                                       "recomputed in log space" if self.scheduler is None
+                                       else "not counted (dask)"),
+                   "seconds": dt})
 
 
 def _draw_totals(release, draws) -> dict:

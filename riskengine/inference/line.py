@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..mechanisms._base import Cost, Route
+from ..protocol import Cost, Route, RouteResult
 from ..table import default_margins
-from . import _label
 
 __all__ = ["Line", "count_chain"]
 
@@ -174,15 +173,14 @@ class Line(Route):
     exact count.  Without one, the cells are independent (the totals' posteriors are the
     sums', computed when asked for).
 
-    ``windows(release) -> EntryWindows`` describes the mechanism (without the prior).
+    Reads the mechanism's entry windows (``plan.inputs["windows"]``, without the prior).
     """
 
     name = "line"
+    needs = "entry windows; a 1-D count table (with or without its total) or no totals"
 
-    def __init__(self, windows):
-        self._windows = windows
-
-    def applies(self, release, prior):
+    def applies(self, plan):
+        release = plan.release
         if release.kind != "count":
             return ("the exact routes walk integer tables and need a count release; this "
                     "release holds magnitudes")
@@ -193,16 +191,18 @@ class Line(Route):
                     f"this release has dims {release.dims} and totals {list(release.margins)}")
         return None
 
-    def _parts(self, release, prior):
-        ew = self._windows(release).with_prior(prior, release.coords).trimmed()
+    @staticmethod
+    def _parts(plan):
+        ew = plan.inputs["windows"].with_prior(plan.prior, plan.release.coords).trimmed()
         if ew is None:
             return None
         lo, lw = ew.interior
         t = (ew.lo[()], ew.lw[()]) if () in ew.lo else (None, None)
         return ew, lo, lw, t
 
-    def estimate(self, release, prior, what="posterior"):
-        ew = self._windows(release)
+    def estimate(self, plan, what="posterior"):
+        release = plan.release
+        ew = plan.inputs["windows"]
         lo, lw = ew.interior
         n, W = lo.size, lw.shape[-1]
         if not release.margins:
@@ -211,8 +211,9 @@ class Line(Route):
         return Cost(float(8 * (2 * n * S + 3 * S * W)),
                     f"{n} cells x {S} running sums x {W} window values")
 
-    def run(self, release, prior, *, count=True, progress=None, memory):
-        parts = self._parts(release, prior)
+    def run(self, plan, *, count=True):
+        release = plan.release
+        parts = self._parts(plan)
         nothing = ValueError(f"no original table is consistent with this "
                              f"{release.mechanism.name} release under this prior")
         if parts is None:
@@ -222,7 +223,7 @@ class Line(Route):
             probs, log_z, n, draw = _independent(lo, lw)
             totals = {keep: (lambda keep=keep: _sum_of(lo, probs, release.dims, keep))
                       for keep in default_margins(release.dims)}
-            return _label.label(release, prior, route=self.name, start=lo, probs=probs,
+            return RouteResult(start=lo, probs=probs,
                                 log_evidence=log_z + ew.shift,
                                 n_candidates=n if count else None, totals=lambda: totals,
                                 approximation=ew.approximation, sampler=draw)
@@ -230,15 +231,16 @@ class Line(Route):
         if not np.isfinite(ch.log_z):
             raise nothing
         n = count_chain(lo, lw, tlo, tlw) if count else None
-        return _label.label(release, prior, route=self.name, start=lo,
+        return RouteResult(start=lo,
                             probs=ch.marginals().reshape(lw.shape),
                             log_evidence=ch.log_z + ew.shift, n_candidates=n,
                             totals={(): (np.array(ch.total_lo), ch.total)},
                             approximation=ew.approximation,
                             sampler=lambda k, rng: ch.sample(k, rng).reshape((k,) + lo.shape))
 
-    def count(self, release, prior, *, progress=None, memory):
-        parts = self._parts(release, prior)
+    def count(self, plan):
+        release = plan.release
+        parts = self._parts(plan)
         if parts is None:
             return 0
         _, lo, lw, (tlo, tlw) = parts

@@ -21,8 +21,8 @@ import numpy as np
 
 from kernels import sum_chain as sc
 
-from ..mechanisms._base import Cost, Route
-from . import _label
+from ..protocol import Cost, Route, RouteResult
+from ._plan import prepared
 
 __all__ = ["LinkedDP"]
 
@@ -45,9 +45,9 @@ class _Model:
     """The set as variables (finest cells, C order) and sum factors, with the order the
     forward pass visits the cells in."""
 
-    def __init__(self, rset, prior, plan: bool = True):
+    def __init__(self, rset, prior, windows, plan: bool = True):
+        """``windows``: each release's entry windows (the set's route input)."""
         self.rset = rset
-        windows = [r.mechanism.windows(r) for r in rset.releases]
         by_cells: dict = {}
         for e in rset.entries:
             ew = windows[e.release]
@@ -179,18 +179,26 @@ def _where(rset, e) -> str:
     return f"release {e.release}'s {what} {at}" if at else f"release {e.release}'s {what}"
 
 
+def model_of(plan, exact: bool = True) -> _Model:
+    """The set's model, built once per call (``exact``: with the forward pass's plan)."""
+    return prepared(plan, ("linked", exact), lambda: _Model(plan.release, plan.prior,
+                                                       plan.inputs["windows"], plan=exact))
+
+
 class LinkedDP(Route):
     """Exact posterior of a :class:`~riskengine.release_set.ReleaseSet` (see the module)."""
 
     name = "linked-dp"
+    needs = "a ReleaseSet whose mechanisms give entry windows (a product over entries)"
 
-    def applies(self, release, prior):
+    def applies(self, plan):
+        release, prior = plan.release, plan.prior
         if not hasattr(release, "entries") or not hasattr(release, "releases"):
             return "the linked route answers sets of releases (rk.ReleaseSet)"
         return None
 
-    def estimate(self, release, prior, what="posterior"):
-        model = _Model(release, prior)
+    def estimate(self, plan, what="posterior"):
+        model = model_of(plan)
         p = model.plan
         work = p.total_cells * model.lw.shape[1]
         slow = (f"{work:.3g} state x value steps (about {work / 1e7:.0f} s), more than "
@@ -198,8 +206,9 @@ class LinkedDP(Route):
         return Cost(model.memory(), f"{p.total_cells:.3g} partial-sum states over "
                                     f"{len(p.vlo)} cells, widest {p.peak:.3g}", slow)
 
-    def run(self, release, prior, *, count=True, progress=None, memory):
-        model = _Model(release, prior)
+    def run(self, plan, *, count=True):
+        release, progress, memory = plan.release, plan.progress, plan.memory
+        model = model_of(plan)
         if model.memory() > memory:
             raise ValueError(f"the linked route needs {model.memory() / 2**30:.3g} GiB, more "
                              f"than the memory budget of {memory / 2**30:.3g} GiB")
@@ -236,13 +245,12 @@ class LinkedDP(Route):
             return out.reshape((m,) + rset.shape)
 
         approx = _KEYED if model.keyed_sums else ""
-        post = _label.label(rset, prior, route=self.name, start=start.reshape(rset.shape),
-                            probs=probs.reshape(rset.shape + (W,)), log_evidence=log_z,
-                            note="the linked route does not count candidate tables",
-                            approximation=approx, sampler=sampler,
-                            method=f"{rset.mechanism.name}/{self.name}")
-        post.releases = tuple(self._parts(rset, start, probs, of_cells))
-        return post
+        return RouteResult(start=start.reshape(rset.shape),
+                           probs=probs.reshape(rset.shape + (W,)), log_evidence=log_z,
+                           notes={"n_candidates_note": "the linked route does not count "
+                                                       "candidate tables"},
+                           approximation=approx, sampler=sampler,
+                           parts=tuple(self._parts(rset, start, probs, of_cells)))
 
     @staticmethod
     def _parts(rset, start, probs, of_cells):
@@ -269,8 +277,8 @@ class LinkedDP(Route):
                     s[index] = lo
                     pr[index + (slice(0, q.shape[0]),)] = q
                 built[tuple(keep)] = (s, pr)
-            yield _label.part(r, built, f"posterior of release {i}'s original values, "
-                                        "given the whole set")
+            yield r, built, (f"posterior of release {i}'s original values, given the "
+                             "whole set")
 
 
 def _check_edges(model, var_probs, fac):

@@ -20,10 +20,10 @@ import scipy.sparse as sp
 from kernels import gibbs as moves
 from kernels import sum_gibbs as sg
 
-from ..mechanisms._base import Cost
-from . import _chains, _label, gibbs3d
+from ..protocol import Cost
+from . import _chains, gibbs3d
 from .gibbs import BlockGibbs
-from .linked import _Model
+from .linked import _Model, model_of
 
 __all__ = ["LinkedGibbs"]
 
@@ -76,20 +76,24 @@ class LinkedGibbs(BlockGibbs):
 
     name = "gibbs"
     exact = False
+    needs = "a ReleaseSet whose mechanisms give entry windows (a product over entries)"
 
-    def applies(self, release, prior):
+    def applies(self, plan):
+        release, prior = plan.release, plan.prior
         if not hasattr(release, "entries") or not hasattr(release, "releases"):
             return "this Gibbs route answers sets of releases (rk.ReleaseSet)"
         return None
 
-    def estimate(self, release, prior, what="posterior"):
+    def estimate(self, plan, what="posterior"):
+        release, prior = plan.release, plan.prior
         cells = int(np.prod(release.shape, dtype=np.int64))
         n = self.chains * self.draws
         return Cost(float(8 * n * 2 * cells + 50e6),
                     f"{self.chains} chains x {self.draws} draws of {cells} cells")
 
-    def run(self, release, prior, *, count=True, progress=None, memory):
-        model = _Model(release, prior, plan=False)
+    def run(self, plan, *, count=True):
+        release, prior, progress, memory = plan.release, plan.prior, plan.progress, plan.memory
+        model = model_of(plan, exact=False)
         pk = _Packed(model)
         rng = self._rng(release, prior)
         starts = [pk.start(rng) for _ in range(self.chains)]
@@ -118,9 +122,7 @@ class LinkedGibbs(BlockGibbs):
         flat = np.stack(_chains.run(self.chains, one, self.chains * n_it, progress,
                                     self.workers, self.scheduler))
         draws = flat.reshape((self.chains, self.draws) + tuple(release.shape))
-        post = self._posterior(release, prior, draws)
-        post.releases = tuple(_parts(release, flat.reshape(-1, N)))
-        return post
+        return self._result(release, draws, parts=tuple(_parts(release, flat.reshape(-1, N))))
 
 
 def _parts(rset, draws):
@@ -140,5 +142,5 @@ def _parts(rset, draws):
                 s[e.index] = lo[k]
                 p[e.index] = probs[k]
             blocks[tuple(keep)] = (s, p)
-        yield _label.part(r, blocks, f"posterior of release {i}'s original values given the "
-                                     "whole set (Monte Carlo)")
+        yield r, blocks, (f"posterior of release {i}'s original values given the whole set "
+                          "(Monte Carlo)")

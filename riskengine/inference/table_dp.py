@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from kernels import table_dp
+from kernels.checkpoints import checkpoint_plan
 
 from .._budget import fmt_bytes
-from ..mechanisms._base import Cost, Route
+from ..protocol import Cost, Route, RouteResult
 from ..priors import Uniform
-from . import _label, halves
+from ._plan import prepared
+from . import halves
 from .windows import EntryWindows
 
 __all__ = ["TableDP", "Windows", "count", "from_entries", "release_windows", "sample",
@@ -90,38 +93,6 @@ def _prepare(win: Windows):
     return r, row_lo_hi.astype(np.int64), derived
 
 
-def _start_weights(win: Windows, indicator: bool):
-    """init_fn for the DP: weights of every vector of row totals in a box, with the
-    grand total's weight (a function of their sum).  Returns (fn, log scale)."""
-    scale = [0.0]
-
-    def fn(roff, rsize):
-        r = len(rsize)
-        lw = np.zeros(1)
-        tot = np.zeros(1, np.int64)
-        for i in range(r):
-            vals = roff[i] + np.arange(rsize[i])
-            k = vals - win.row_lo[i]
-            row = np.full(rsize[i], -np.inf)
-            ok = (k >= 0) & (k < win.row_lw.shape[1])
-            row[ok] = win.row_lw[i, k[ok]]
-            lw = (lw[:, None] + row[None, :]).ravel()
-            tot = (tot[:, None] + vals[None, :]).ravel()
-        g = tot - win.grand_lo
-        gok = (g >= 0) & (g < win.grand_lw.shape[0])
-        glw = np.full(lw.size, -np.inf)
-        glw[gok] = win.grand_lw[g[gok]]
-        lw = lw + glw
-        fin = np.isfinite(lw)
-        if indicator:
-            return fin.astype(float)
-        mx = lw[fin].max() if fin.any() else 0.0
-        scale[0] = mx
-        return np.where(fin, np.exp(lw - mx), 0.0)
-
-    return fn, scale
-
-
 #: largest log-weight a float weight is allowed: every DP step multiplies by at most
 #: e^300 (then rescales), so sums of many such products stay finite
 _TOP = 300.0
@@ -164,16 +135,36 @@ def _col_starts(win: Windows, derived):
     return (N - np.concatenate([[0], np.cumsum(win.col_lo)[:-1]])).astype(np.int64)
 
 
+class DPArgs(NamedTuple):
+    """The kernel's arguments (:func:`kernels.table_dp.run`), in its order."""
+
+    start: tuple                 #: (row_lo, row_lw, grand_lo, grand_lw): the start weights
+    row_lo_hi: np.ndarray        #: (r, 2) range of each row total
+    lo: np.ndarray               #: (r, c) first value of each cell's window
+    cw: np.ndarray               #: (r, c, W) float weights (scaled)
+    cind: np.ndarray             #: (r, c, W) possible values
+    clo: np.ndarray              #: (c,) first value of each column total's window
+    kw: np.ndarray               #: (c, Wc) float weights of the column totals
+    kind: np.ndarray             #: (c, Wc) possible column totals
+    derived: bool                #: every total fixed
+    col_start_sums: np.ndarray   #: (c,) remaining grand total at each column's start
+
+    def stage_states(self) -> np.ndarray:
+        return table_dp.stage_states(self.row_lo_hi, self.lo, self.cw, self.clo, self.kw,
+                                     self.derived)
+
+
 def _args(win: Windows):
+    """``(r, derived, DPArgs, log scale taken out of the weights)``."""
     r, row_lo_hi, derived = _prepare(win)
-    init_fn, scale = _start_weights(win, indicator=False)
-    init_ind, _ = _start_weights(win, indicator=True)
     cw, cmx = _scaled(win.cell_lw)
     kw, kmx = _scaled(win.col_lw)
-    args = (init_fn, init_ind, row_lo_hi, win.cell_lo.astype(np.int64), cw,
-            np.isfinite(win.cell_lw), win.col_lo.astype(np.int64), kw, np.isfinite(win.col_lw),
-            derived, _col_starts(win, derived))
-    return r, derived, args, scale, cmx.sum() + kmx.sum()
+    start = (np.asarray(win.row_lo, np.int64), np.asarray(win.row_lw, float),
+             int(win.grand_lo), np.asarray(win.grand_lw, float))
+    args = DPArgs(start, row_lo_hi, win.cell_lo.astype(np.int64), cw, np.isfinite(win.cell_lw),
+                  win.col_lo.astype(np.int64), kw, np.isfinite(win.col_lw), derived,
+                  _col_starts(win, derived))
+    return r, derived, args, cmx.sum() + kmx.sum()
 
 
 def _limbs(win: Windows, derived: bool) -> int:
@@ -193,8 +184,8 @@ def states(win: Windows) -> tuple:
     except _Empty:
         return 0.0, 0.0
     win, _ = _largest_row_last(win)
-    _, derived, args, _, _ = _args(win)
-    return table_dp.n_states(args[2], args[3], args[4], args[6], args[7], derived)
+    per = _args(win)[2].stage_states()
+    return float(per.max()), float(per.sum())
 
 
 def solve(win: Windows, with_count: bool = False, max_states: float = np.inf) -> dict | None:
@@ -206,7 +197,7 @@ def solve(win: Windows, with_count: bool = False, max_states: float = np.inf) ->
     except _Empty:
         return None
     win, inv = _largest_row_last(win)
-    r, derived, args, scale, shift = _args(win)
+    r, derived, args, shift = _args(win)
     L = _limbs(win, derived) if with_count else 0
     res = table_dp.run(*args, limbs=L, posterior=True, max_states=max_states)
     if np.isnan(res["log_z"]) or res["log_z"] == np.inf or (
@@ -216,11 +207,11 @@ def solve(win: Windows, with_count: bool = False, max_states: float = np.inf) ->
         if with_count and res["count"] > 0:
             raise FloatingPointError(_RANGE.format(f"all {res['count']} candidates"))
         return None
-    lost = max(_lost_mass(args[5], args[4], res["cell"]),
-               _lost_mass(args[8], args[7], res["col"]))
+    lost = max(_lost_mass(args.cind, args.cw, res["cell"]),
+               _lost_mass(args.kind, args.kw, res["col"]))
     if lost > 1e-12:
         raise FloatingPointError(_RANGE.format(f"values with posterior mass {lost:.3g}"))
-    log_z = res["log_z"] + scale[0] + shift
+    log_z = res["log_z"] + res["start_scale"] + shift
     start, roff, rsize = res["start"], res["roff0"], res["rsize0"]
     grid = start.reshape(tuple(int(x) for x in rsize))
     rows = [grid.sum(axis=tuple(k for k in range(r) if k != i)) for i in range(r)]
@@ -254,7 +245,7 @@ def count(win: Windows, max_states: float = np.inf) -> int:
     except _Empty:
         return 0
     win, _ = _largest_row_last(win)
-    _, derived, args, _, _ = _args(win)
+    _, derived, args, _ = _args(win)
     res = table_dp.run(*args, limbs=_limbs(win, derived), posterior=False,
                        max_states=max_states)
     return int(res["count"])
@@ -274,10 +265,8 @@ def sample(win: Windows, n: int, rng: np.random.Generator,
     except _Empty:
         raise ValueError("no table has positive weight under these windows") from None
     w, inv = _largest_row_last(w)
-    _, derived, args, _, _ = _args(w)
-    init_fn, _, row_lo_hi, lo, cw, cind, clo, kw, kind, _, starts = args
-    res = table_dp.sample(init_fn, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, starts,
-                          int(n), rng, max_states=max_states)
+    _, _, args, _ = _args(w)
+    res = table_dp.sample(*args, int(n), rng, max_states=max_states)
     if np.isnan(res["log_z"]) or res["log_z"] == np.inf:
         raise FloatingPointError(_RANGE.format("tables whose weights overflow"))
     if res["tables"] is None:
@@ -293,9 +282,8 @@ def sample_memory(win: Windows) -> float:
     except _Empty:
         return 0.0
     w, _ = _largest_row_last(w)
-    _, derived, args, _, _ = _args(w)
-    per = table_dp.stage_states(args[2], args[3], args[4], args[6], args[7], derived)
-    _, kept = table_dp.checkpoint_plan(per, 0.0)
+    per = _args(w)[2].stage_states()
+    _, kept = checkpoint_plan(per, 0.0)
     return float(min(kept, per[:-1].sum()) + per.max()) * 8
 
 
@@ -317,14 +305,14 @@ def memory(win: Windows, what: str) -> tuple:
     except _Empty:
         return 0.0, "no candidate"
     w, _ = _largest_row_last(w)
-    _, derived, args, _, _ = _args(w)
-    per = table_dp.stage_states(args[2], args[3], args[4], args[6], args[7], derived)
+    _, derived, args, _ = _args(w)
+    per = args.stage_states()
     big, tot = float(per.max()), float(per.sum())
     limbs = _limbs(w, derived)
     count_bytes = 2 * big * 8 * limbs
     if what == "count":
         return count_bytes, f"{big:.3g} states in the largest DP stage x {limbs} limbs"
-    _, kept = table_dp.checkpoint_plan(per, 0.0)
+    _, kept = checkpoint_plan(per, 0.0)
     kept = min(kept, tot)
     post_bytes = (kept + 2 * big) * 8
     # counting in the same pass adds the limbs; apart, the count runs after the posterior
@@ -360,16 +348,14 @@ def solve_anchored(ew: EntryWindows, win: Windows, shift: float, with_count: boo
 class TableDP(Route):
     """Exact forward-backward DP over the cells of a 2-D table with its totals.
 
-    ``windows(release) -> EntryWindows`` describes the mechanism (without the prior).
+    Reads the mechanism's entry windows (``plan.inputs["windows"]``, without the prior).
     """
 
     name = "dp"
+    needs = "entry windows; 2-D count table with every total published"
 
-    def __init__(self, windows):
-        self._windows = windows
-        self._last = None
-
-    def applies(self, release, prior):
+    def applies(self, plan):
+        release = plan.release
         if release.kind != "count":
             return ("the exact routes walk integer tables and need a count release; this "
                     "release holds magnitudes (rk.audit gives their intervals)")
@@ -384,34 +370,22 @@ class TableDP(Route):
             return "the table DP does not use published subtotals"
         return None
 
-    def prepared(self, release, prior):
+    @staticmethod
+    def prepared(plan):
         """The plans of both orientations: ``[(entry windows with the prior in that
         orientation, DP windows or None when no candidate, the tilt's log factor, states
-        (largest stage, total)), ...]``, kept for the next call on the same release and
-        prior."""
-        last = self._last
-        if last is not None and last[0] is release and last[1] is prior:
-            return last[2]
-        ew = self._windows(release).with_prior(prior, release.coords)
-        plans = []
-        for e in (ew, ew.transposed()):
-            trim = e.trimmed()
-            tilt = None if trim is None else trim.tilted()
-            win = None if tilt is None else from_entries(tilt)
-            plans.append((e, win, 0.0 if tilt is None else tilt.shift,
-                          (0.0, 0.0) if win is None else states(win)))
-        self._last = (release, prior, plans)
-        return plans
+        (largest stage, total)), ...]``, prepared once per call (``plan.memo``)."""
+        return prepared(plan, "table_dp", lambda: _orientations(plan.inputs["windows"],
+                                                            plan.prior, plan.release.coords))
 
-    def plan(self, release, prior, what: str):
+    def orientation(self, plan, what: str):
         """The orientation that needs the least memory for ``what``: rows of the DP are the
         dim with the fewest stored states (fewest rows, narrowest ranges)."""
-        plans = self.prepared(release, prior)
         key = 0 if what == "count" else 1
-        return min(plans, key=lambda p: (p[3][key], p[3][1 - key]))
+        return min(self.prepared(plan), key=lambda p: (p[3][key], p[3][1 - key]))
 
-    def estimate(self, release, prior, what="posterior"):
-        ew, win, _, _ = self.plan(release, prior, what)
+    def estimate(self, plan, what="posterior"):
+        ew, win, _, _ = self.orientation(plan, what)
         if win is None:
             return Cost(0.0, "no candidate")
         if what == "count":
@@ -422,8 +396,9 @@ class TableDP(Route):
         need, detail = memory(win, what)
         return Cost(need, f"{detail}, rows = {ew.dims[0]!r}")
 
-    def run(self, release, prior, *, count=True, progress=None, memory):
-        ew, win, shift, _ = self.plan(release, prior, "posterior")
+    def run(self, plan, *, count=True):
+        release, memory = plan.release, plan.memory
+        ew, win, shift, _ = self.orientation(plan, "posterior")
         res = None if win is None else solve_anchored(ew, win, shift, count, memory)
         if res is None:
             raise ValueError(f"no original table is consistent with this "
@@ -434,19 +409,20 @@ class TableDP(Route):
             start, probs = start.T, np.swapaxes(probs, 0, 1)
         totals = {(d0,): (res["row_lo"], res["row"]), (d1,): (res["col_lo"], res["col"]),
                   (): (np.array(res["grand_lo"]), res["grand"])}
-        return _label.label(release, prior, route=self.name, start=start, probs=probs,
-                            log_evidence=res["log_z"], n_candidates=res["n"], totals=totals,
-                            approximation=ew.approximation,
-                            sampler=sampler(res["windows"], memory, ew.dims != release.dims))
+        return RouteResult(start=start, probs=probs, log_evidence=res["log_z"],
+                           n_candidates=res["n"], totals=totals,
+                           approximation=ew.approximation,
+                           sampler=sampler(res["windows"], memory, ew.dims != release.dims))
 
-    def draws(self, release, prior, budget: float, who: str = "this route"):
-        """``draw(n, rng)``: whole-table draws of this route's windows for ``release``
-        under ``prior`` (for a route that computes marginals another way: ``who``).  A
-        ValueError when the DP's stages do not fit ``budget`` bytes."""
-        ew, win, _, _ = self.plan(release, prior, "posterior")
+    def draws(self, plan, who: str = "this route"):
+        """``draw(n, rng)``: whole-table draws of this route's windows for the plan's
+        release and prior (for a route that computes marginals another way: ``who``).  A
+        ValueError when the DP's stages do not fit the plan's memory budget."""
+        ew, win, _, _ = self.orientation(plan, "posterior")
+        budget = plan.memory
         if win is None:
             raise ValueError(f"no original table is consistent with this "
-                             f"{release.mechanism.name} release under this prior")
+                             f"{plan.release.mechanism.name} release under this prior")
         need = sample_memory(win)
         if need > budget:
             big, tot = states(win)
@@ -455,14 +431,26 @@ class TableDP(Route):
                 f"{fmt_bytes(need)} here ({tot:.3g} DP states, {big:.3g} in the largest "
                 f"stage, stored with checkpoints), more than the memory budget of "
                 f"{fmt_bytes(budget)}; raise memory= if the machine has more")
-        return sampler(win, budget, ew.dims != release.dims)
+        return sampler(win, budget, ew.dims != plan.release.dims)
 
-    def count(self, release, prior, *, progress=None, memory):
-        _, win, _, _ = self.plan(release, prior, "count")
+    def count(self, plan):
+        _, win, _, _ = self.orientation(plan, "count")
         if win is None:
             return 0
         n = _halves(win)
-        return count(win, max_states=memory / 8) if n is None else n
+        return count(win, max_states=plan.memory / 8) if n is None else n
+
+
+def _orientations(windows: EntryWindows, prior, coords) -> list:
+    ew = windows.with_prior(prior, coords)
+    plans = []
+    for e in (ew, ew.transposed()):
+        trim = e.trimmed()
+        tilt = None if trim is None else trim.tilted()
+        win = None if tilt is None else from_entries(tilt)
+        plans.append((e, win, 0.0 if tilt is None else tilt.shift,
+                      (0.0, 0.0) if win is None else states(win)))
+    return plans
 
 
 def sampler(win: Windows, budget: float, transpose: bool = False):
@@ -478,10 +466,10 @@ def sampler(win: Windows, budget: float, transpose: bool = False):
 def release_windows(release, prior=None) -> Windows | None:
     """The table DP's windows of ``release`` under ``prior`` (default ``Uniform()``), in the
     release's own orientation, tilted (None when no table has positive weight)."""
-    route = next((r for r in release.mechanism.routes if isinstance(r, TableDP)), None)
-    if route is None:
+    if not any(isinstance(r, TableDP) for r in release.mechanism.routes):
         raise ValueError(f"{release.mechanism.name} releases have no table-DP route")
-    return route.prepared(release, prior or Uniform())[0][1]
+    ew = release.mechanism.inputs(release)["windows"]
+    return _orientations(ew, prior or Uniform(), release.coords)[0][1]
 
 
 def _halves(win: Windows, size_only: bool = False):

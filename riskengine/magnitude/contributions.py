@@ -30,7 +30,9 @@ __all__ = ["Contributions", "contributions"]
 class Contributions:
     """A magnitude table with the sorted respondent contributions of every cell.
 
-    Attributes
+    Built by :func:`contributions`; the parameters are also its (read-only) attributes.
+
+    Parameters
     ----------
     table : Table
         The magnitude table (kind ``"magnitude"``) with its totals structure.
@@ -54,31 +56,87 @@ class Contributions:
         return self.system.n_var
 
     def cell(self, i: int) -> np.ndarray:
-        """Contributions of system cell ``i`` (descending)."""
+        """Contributions of system cell ``i`` (descending).
+
+        Parameters
+        ----------
+        i : int
+            The cell's index in the system's cell vector (``system.labels()``).
+
+        Returns
+        -------
+        numpy.ndarray
+            The cell's contributions, largest first.
+        """
         return self.values[self.offsets[i]:self.offsets[i + 1]]
 
     def interior(self, *index) -> np.ndarray:
-        """Contributions of the interior cell at ``index`` (descending)."""
+        """Contributions of the interior cell at ``index`` (descending).
+
+        Parameters
+        ----------
+        *index : int
+            The cell's index along each dim of the table.
+
+        Returns
+        -------
+        numpy.ndarray
+            The cell's contributions, largest first.
+        """
         flat = int(np.ravel_multi_index(tuple(int(i) for i in index), self.system.shape))
         return self.cell(flat)
 
     def total(self, keep, *index) -> np.ndarray:
-        """Contributions of the total keeping dims ``keep`` at ``index`` (descending)."""
+        """Contributions of the total keeping dims ``keep`` at ``index`` (descending).
+
+        Parameters
+        ----------
+        keep : sequence of str
+            The dims the total keeps (``()``: the grand total).
+        *index : int
+            The total's index along each kept dim.
+
+        Returns
+        -------
+        numpy.ndarray
+            The total's contributions (one per respondent with a ``respondent``
+            column), largest first.
+        """
         b = self.system.block(keep)
         flat = int(np.ravel_multi_index(tuple(int(i) for i in index), b.shape)) if index else 0
         return self.cell(b.offset + flat)
 
     def cell_values(self) -> np.ndarray:
-        """Cell values (sums of contributions), system order."""
+        """Cell values (sums of contributions), system order.
+
+        Returns
+        -------
+        numpy.ndarray
+            Float vector of length ``n_cells``.
+        """
         cell, _ = self.rank()
         return np.bincount(cell, weights=self.values, minlength=self.n_cells)
 
     def counts(self) -> np.ndarray:
-        """Number of contributions per cell, system order."""
+        """Number of contributions per cell, system order.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 vector of length ``n_cells``.
+        """
         return np.diff(self.offsets)
 
     def rank(self) -> tuple:
-        """``(cell, position)`` of every stored contribution (position 0 = largest)."""
+        """``(cell, position)`` of every stored contribution (position 0 = largest).
+
+        Returns
+        -------
+        cell : numpy.ndarray
+            int64 system cell of each entry of ``values``.
+        position : numpy.ndarray
+            int64 rank of each entry within its cell, 0 for the largest.
+        """
         n = np.diff(self.offsets)
         cell = np.repeat(np.arange(self.n_cells), n)
         pos = np.arange(self.values.size) - np.repeat(self.offsets[:-1], n)
@@ -113,6 +171,7 @@ def contributions(data, dims, value: str, categories: dict | None = None,
     Returns
     -------
     Contributions
+        The magnitude table and the sorted contributions of each of its cells.
 
     Examples
     --------

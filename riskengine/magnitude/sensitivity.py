@@ -58,7 +58,38 @@ class Rule:
     """A sensitivity rule: ``S(X)`` from the sorted contributions of a cell."""
 
     def weights(self, pos: np.ndarray) -> np.ndarray:
-        """The weight of the contribution at rank ``pos`` (0 = largest)."""
+        """The weight of the contribution at rank ``pos`` (0 = largest).
+
+        Parameters
+        ----------
+        pos : array-like of int
+            Ranks of contributions within their cell, 0 for the largest.
+
+        Returns
+        -------
+        numpy.ndarray
+            Float weight of each rank (the rank's ``w_i``).
+        """
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """A short name of the rule with its parameters.
+
+        Returns
+        -------
+        str
+            E.g. ``Dominance(n=3, k=80)``.
+        """
+        raise NotImplementedError
+
+    def to_dict(self) -> dict:
+        """The rule as plain JSON-able data.
+
+        Returns
+        -------
+        dict
+            ``{"rule": name, its parameters...}`` (combinations: ``"rules": [...]``).
+        """
         raise NotImplementedError
 
     @property
@@ -72,12 +103,34 @@ class Rule:
         return s / abs(self.tail_weight)
 
     def sensitivity(self, x) -> float:
-        """``S(X)`` for one cell's contributions (any order)."""
+        """``S(X)`` for one cell's contributions (any order).
+
+        Parameters
+        ----------
+        x : array-like
+            One cell's contributions (nonnegative, finite, any order).
+
+        Returns
+        -------
+        float
+            The sensitivity; > 0 means the cell is sensitive.
+        """
         x = _sorted(x)
         return float(self._s(np.zeros(x.size, np.int64), np.arange(x.size), x, 1)[0])
 
     def protection(self, x) -> float:
-        """``P(X) = S(X) / |w_LAST|`` for one cell (negative: the cell is safe)."""
+        """``P(X) = S(X) / |w_LAST|`` for one cell (negative: the cell is safe).
+
+        Parameters
+        ----------
+        x : array-like
+            One cell's contributions (nonnegative, finite, any order).
+
+        Returns
+        -------
+        float
+            The protection the cell needs (<= 0: the protection it has).
+        """
         x = _sorted(x)
         cell, pos = np.zeros(x.size, np.int64), np.arange(x.size)
         s = self._s(cell, pos, x, 1)
@@ -94,6 +147,13 @@ class Rule:
 
 class Dominance(Rule):
     """(n,k)-dominance: the ``n`` largest contributions exceed ``k`` % of the cell value.
+
+    Parameters
+    ----------
+    n : int
+        The number of largest contributions, >= 1.
+    k : float
+        The percentage of the cell value, in (0, 100).
 
     Examples
     --------
@@ -130,6 +190,14 @@ class PQ(Rule):
     """pq rule: the second largest, knowing every contribution within ``q`` %, can
     estimate the largest within ``p`` %.
 
+    Parameters
+    ----------
+    p : float
+        The precision the cell must keep, in percent, > 0.
+    q : float, default 100
+        How well every respondent knows the others' contributions before publication,
+        in percent, in (0, 100]; 100 gives the p-percent rule.
+
     Examples
     --------
     >>> PQ(20, 50).sensitivity([70, 15, 5, 5, 5]), PQ(20, 50).protection([70, 15, 5, 5, 5])
@@ -162,6 +230,11 @@ class PQ(Rule):
 class PPercent(PQ):
     """p-percent rule: the second largest can estimate the largest within ``p`` %.
 
+    Parameters
+    ----------
+    p : float
+        The precision the cell must keep, in percent, > 0.
+
     Examples
     --------
     >>> PPercent(20).sensitivity([70, 15, 5, 5, 5])
@@ -179,7 +252,13 @@ class PPercent(PQ):
 
 
 class Sum(Rule):
-    """``S = S_1 + S_2 + ...``: a linear measure with the summed weights."""
+    """``S = S_1 + S_2 + ...``: a linear measure with the summed weights.
+
+    Parameters
+    ----------
+    *rules : Rule
+        Two or more linear rules.
+    """
 
     def __init__(self, *rules: Rule):
         self.rules = _rules(rules)
@@ -199,7 +278,13 @@ class Sum(Rule):
 
 
 class Max(Rule):
-    """``S = max(S_1, S_2, ...)``; protection: the largest protection of the rules."""
+    """``S = max(S_1, S_2, ...)``; protection: the largest protection of the rules.
+
+    Parameters
+    ----------
+    *rules : Rule
+        Two or more rules.
+    """
 
     def __init__(self, *rules: Rule):
         self.rules = _rules(rules)
@@ -226,6 +311,20 @@ class Max(Rule):
 def nk_dominance(contributions, n: int, k: float) -> float:
     """``S(X)`` of the (n,k)-dominance rule for one cell's contributions.
 
+    Parameters
+    ----------
+    contributions : array-like
+        One cell's contributions (nonnegative, finite, any order).
+    n : int
+        The number of largest contributions, >= 1.
+    k : float
+        The percentage of the cell value, in (0, 100).
+
+    Returns
+    -------
+    float
+        The sensitivity; > 0 means the cell is sensitive.
+
     Examples
     --------
     >>> nk_dominance([70, 15, 5, 5, 5], n=3, k=80)
@@ -236,6 +335,18 @@ def nk_dominance(contributions, n: int, k: float) -> float:
 
 def p_percent(contributions, p: float) -> float:
     """``S(X)`` of the p-percent rule for one cell's contributions.
+
+    Parameters
+    ----------
+    contributions : array-like
+        One cell's contributions (nonnegative, finite, any order).
+    p : float
+        The precision the cell must keep, in percent, > 0.
+
+    Returns
+    -------
+    float
+        The sensitivity; > 0 means the cell is sensitive.
 
     Examples
     --------
@@ -248,6 +359,21 @@ def p_percent(contributions, p: float) -> float:
 def pq(contributions, p: float, q: float) -> float:
     """``S(X)`` of the pq rule for one cell's contributions.
 
+    Parameters
+    ----------
+    contributions : array-like
+        One cell's contributions (nonnegative, finite, any order).
+    p : float
+        The precision the cell must keep, in percent, > 0.
+    q : float
+        How well every respondent knows the others' contributions, in percent, in
+        (0, 100].
+
+    Returns
+    -------
+    float
+        The sensitivity; > 0 means the cell is sensitive.
+
     Examples
     --------
     >>> pq([70, 15, 5, 5, 5], p=20, q=50)
@@ -258,6 +384,18 @@ def pq(contributions, p: float, q: float) -> float:
 
 def protection(contributions, rule: Rule) -> float:
     """``P(X) = S(X) / |w_LAST|`` of ``rule`` for one cell (negative: safe).
+
+    Parameters
+    ----------
+    contributions : array-like
+        One cell's contributions (nonnegative, finite, any order).
+    rule : Rule
+        The sensitivity rule.
+
+    Returns
+    -------
+    float
+        The protection the cell needs (<= 0: the protection it has).
 
     Examples
     --------
@@ -331,7 +469,22 @@ def assess(contribs, rule: Rule) -> xr.Dataset:
 
 def cell_vector(ds: xr.Dataset, name: str, system) -> np.ndarray:
     """Variable ``name`` of an :func:`assess` Dataset as a vector over ``system``'s cells
-    (a total missing from the Dataset is an error)."""
+    (a total missing from the Dataset is an error).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        An :func:`assess` Dataset.
+    name : str
+        The variable (``"S"``, ``"sensitive"`` or ``"protection"``).
+    system : riskengine.tabular.TabularSystem
+        The system whose cell order to use.
+
+    Returns
+    -------
+    numpy.ndarray
+        One value per cell of ``system``, block by block.
+    """
     out = []
     for b in system.blocks:
         key = name if b.is_interior else name + "_total" + "".join("_" + d for d in b.keep)

@@ -49,7 +49,9 @@ from ..magnitude.cta_milp import (
 from ..magnitude.intervals import protection_tol
 from ..release import Release
 from ..tabular import TabularSystem
-from ._base import Mechanism, register
+from ..protocol import Example, Mechanism, register
+from ..table import Table
+from ._examples import smallest_cell
 
 # "cta" (the function) is not exported through the package: it would replace the
 # package's attribute ``mechanisms.cta`` (this module), which mechanisms/__init__ refuses;
@@ -110,6 +112,22 @@ class ControlledTabularAdjustment(Mechanism):
     def _params(self) -> dict:
         return {"rule": self.rule, "objective": self.objective, "preserve": list(self.preserve),
                 "over": self.over, "directions": self.directions, "epsilon": self.epsilon}
+
+    @classmethod
+    def example(cls, table=None, rng=None) -> Example:
+        """A 3 x 3 table of magnitudes, cells (x, b) and (y, b) sensitive, protected by 3,
+        every cell free to move by 10; on another table its smallest cell sensitive,
+        protected by 1, every cell free to move by its value (``rng`` varies nothing).
+        CTA has no inference route: the example serves ``riskengine protect``."""
+        if table is None:
+            table = Table(np.array([[20.5, 5.2, 30.1], [40.3, 8.4, 10.2], [6.1, 25.7, 12.3]]),
+                          dims=("v", "w"), coords={"v": ["x", "y", "z"], "w": ["a", "b", "c"]})
+            sensitive = np.zeros(table.shape, bool)
+            sensitive[:2, 1] = True
+            return Example(cls, table, inputs={"sensitive": sensitive, "protection": 3.0,
+                                               "capacity": 10.0})
+        return Example(cls, table, inputs={"sensitive": smallest_cell(table), "protection": 1.0,
+                                           "capacity": np.asarray(table.values, float)})
 
     def protect(self, table, rng=None, *, sensitive, protection, capacity, upper=None):
         """The adjusted release (``rng`` is not used: CTA is deterministic)."""

@@ -42,13 +42,14 @@ import numpy as np
 
 from .. import _validate as V
 from .. import cycles as _cycles
+from ..data.seeds import S003
 from ..inference.cyclic import point_mass
 from ..inference.cyclic_enumerate import CyclicEnumerate, enumerate_signs
 from ..inference.cyclic_gibbs import CyclicGibbs
 from ..inference.cyclic_structured import MAX_WIDTH, CyclicStructured, structured
 from ..release import Release
 from ..table import Table, count_table
-from ._base import Mechanism, register
+from ..protocol import Example, Mechanism, register
 
 __all__ = ["CyclicPerturbation"]
 
@@ -107,6 +108,26 @@ class CyclicPerturbation(Mechanism):
     def describe(self) -> str:
         return (f"CyclicPerturbation(m={self.m}, alpha={self.alpha:g}, beta={self.beta:g}, "
                 f"rule={self.rule!r})")
+
+    @classmethod
+    def example(cls, table=None, rng=None) -> Example:
+        """Seed 003's 4 x 4 table with the diagonal cycles and alpha = beta = 1/4; on
+        another 2-D table the diagonal design (square) or the staircase; ``rng``: the
+        staircase, alpha = 0.3, beta = 0.2 and a random zero rule."""
+        if table is None:
+            table = Table(S003.ORIGINAL_2D, dims=("v", "w"),
+                          coords={"v": [f"v_{i}" for i in range(1, 5)],
+                                  "w": [f"w_{j}" for j in range(1, 5)]})
+        if len(table.shape) != 2:
+            raise ValueError(f"the cyclic example takes 2-D tables, got shape {table.shape}")
+        if rng is not None:
+            params = {"design": "staircase", "alpha": 0.3, "beta": 0.2,
+                      "rule": str(rng.choice(RULES))}
+        else:
+            square = table.shape[0] == table.shape[1]
+            params = {"design": "diagonal" if square else "staircase",
+                      "alpha": S003.ALPHA, "beta": S003.BETA}
+        return Example(cls, table, params)
 
     # --- protect ------------------------------------------------------------------
     def _blocked(self, state: np.ndarray, k: int):

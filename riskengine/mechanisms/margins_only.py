@@ -23,7 +23,8 @@ from ..inference.halves import Halves
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import count_table
-from ._base import Mechanism, register
+from ..protocol import Example, Mechanism, register
+from ._examples import counts_3x3
 
 __all__ = ["MarginsOnly", "exact_bounds", "frechet_bounds"]
 
@@ -48,14 +49,20 @@ class MarginsOnly(Mechanism):
     name = "margins_only"
     additive = True
     aliases = ("margins",)
-    routes = (Halves(entry_windows, draws=TableDP(entry_windows)), TableDP(entry_windows),
-              Grouped2D(), Enumerate3D(entry_windows), BlockGibbs(entry_windows))
+    windows = staticmethod(entry_windows)
+    routes = (Halves(draws=TableDP()), TableDP(),
+              Grouped2D(), Enumerate3D(), BlockGibbs())
 
     def _params(self) -> dict:
         return {}
 
     def describe(self) -> str:
         return "MarginsOnly()"
+
+    @classmethod
+    def example(cls, table=None, rng=None) -> Example:
+        """The shared 3 x 3 table of small counts (no parameters to vary)."""
+        return Example(cls, counts_3x3() if table is None else table)
 
     def protect(self, table, rng=None):
         """The release: the table's totals, no interior (``rng`` is not used)."""

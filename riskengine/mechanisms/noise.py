@@ -33,6 +33,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 
@@ -40,6 +41,7 @@ import numpy as np
 
 from .. import _validate as V
 from ..inference import windows as win
+from ..inference._label import totals_of
 from ..inference.enumerate_3d import Enumerate3D
 from ..inference.gibbs import BlockGibbs
 from ..inference.line import Line
@@ -48,7 +50,8 @@ from ..inference.linked_gibbs import LinkedGibbs
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import count_table
-from ._base import Mechanism, register
+from ..protocol import Example, Mechanism, register
+from ._examples import counts_3x3
 
 __all__ = ["NoisyCounts"]
 
@@ -168,19 +171,33 @@ def entry_windows(release, reach: dict | None = None) -> win.EntryWindows:
     return win.EntryWindows(release.dims, release.shape, lo, lw)
 
 
-def _edges(post, release, ew: win.EntryWindows) -> dict:
-    """Per block, the posterior mass at the low end of each entry's window (0 where the
-    window starts at 0: nothing is cut there) and at its high end: the windows the
-    posterior was computed on (``ew``), not its own support, which a prior may narrow."""
+def _edges(res, release, ew: win.EntryWindows) -> dict:
+    """Per block, the posterior mass (route result ``res``) at the low end of each entry's
+    window (0 where the window starts at 0: nothing is cut there) and at its high end: the
+    windows the posterior was computed on (``ew``), not its own support, which a prior may
+    narrow."""
     out = {}
+    totals = totals_of(release, res)
     for keep, lo in ew.lo.items():
-        p = post if keep == tuple(post.dims) else post.totals.get(keep)
-        if p is None:
+        if keep == tuple(release.dims):
+            p = (res.start, res.probs)
+        elif keep in totals:
+            p = totals[keep]()
+        else:
             continue
         fin = np.isfinite(ew.lw[keep])
         hi = lo + fin.shape[-1] - 1 - np.argmax(fin[..., ::-1], axis=-1)
-        out[keep] = (np.where(lo > 0, p._prob_at(lo), 0.0), p._prob_at(hi))
+        out[keep] = (np.where(lo > 0, _mass_at(*p, lo), 0.0), _mass_at(*p, hi))
     return out
+
+
+def _mass_at(start, probs, values) -> np.ndarray:
+    """Each entry's posterior probability of ``values`` (0 outside its window)."""
+    start, probs = np.asarray(start), np.asarray(probs)
+    j = np.asarray(values, dtype=np.int64) - start
+    inside = (j >= 0) & (j < probs.shape[-1])
+    p = np.take_along_axis(probs, np.where(inside, j, 0)[..., None], axis=-1)[..., 0]
+    return np.where(inside, p, 0.0)
 
 
 class _Widening:
@@ -192,7 +209,8 @@ class _Widening:
 
     _base: type = None
 
-    def run(self, release, prior, *, count=True, progress=None, memory):
+    def run(self, plan, *, count=True):
+        release = plan.release
         mech = release.mechanism
         noise = _Noise(mech.distribution, mech.scale)
         full, start = noise.half, min(noise.reach(_START_TAIL), noise.half)
@@ -205,10 +223,8 @@ class _Widening:
 
         while True:
             ew = entry_windows(release, reach)
-            route = self._base(lambda rel, ew=ew: ew)
             try:
-                post = route.run(release, prior, count=False, progress=progress,
-                                 memory=memory)
+                res = self._base().run(plan.with_inputs(windows=lambda ew=ew: ew), count=False)
             except ValueError as e:
                 # no table in the windows has positive weight (the prior's knowledge lies
                 # outside them: a known cell far from its published value): widen every
@@ -225,7 +241,7 @@ class _Widening:
                 reach = {k: (wider(a), wider(b)) for k, (a, b) in reach.items()}
                 continue
             grown, worst = False, (0.0, None)
-            for keep, masses in ({} if noise.frozen else _edges(post, release, ew)).items():
+            for keep, masses in ({} if noise.frozen else _edges(res, release, ew)).items():
                 for side, mass in enumerate(masses):
                     r = reach[keep][side]
                     cut = mass > _EDGE
@@ -249,14 +265,13 @@ class _Widening:
                     f"window of {what} {at}, {_WIDEST} times the noise's width ({widest} "
                     f"values from the published value): the prior puts its mass far from "
                     f"the published values")
-            if not grown:
-                post.n_candidates = None           # the windows' tables are not all of them
-                post.attrs["n_candidates_note"] = _INFINITE
-                post.attrs["noise_window"] = int(max(max(int(r.max(initial=0)) for r in rs)
-                                                     for rs in reach.values()))
-                return post
+            if not grown:                          # the windows' tables are not all of them
+                return dataclasses.replace(res, n_candidates=None).with_notes(
+                    n_candidates_note=_INFINITE,
+                    noise_window=int(max(max(int(r.max(initial=0)) for r in rs)
+                                         for rs in reach.values())))
 
-    def count(self, release, prior, *, progress=None, memory):
+    def count(self, plan):
         raise ValueError(_INFINITE)
 
 
@@ -283,10 +298,11 @@ class _NoiseGibbs(BlockGibbs):
 
     block_every = 0
 
-    def run(self, release, prior, *, count=True, progress=None, memory):
-        post = super().run(release, prior, count=count, progress=progress, memory=memory)
-        ew = entry_windows(release)
-        draws = post.chains.reshape((-1,) + tuple(release.shape))
+    def run(self, plan, *, count=True):
+        release = plan.release
+        res = super().run(plan, count=count)
+        ew = plan.inputs["windows"]
+        draws = res.chains.reshape((-1,) + tuple(release.shape))
         for keep, lo in ew.lo.items():
             axes = tuple(1 + release.dims.index(d) for d in release.dims if d not in keep)
             vals = draws.sum(axis=axes) if axes else draws
@@ -300,11 +316,10 @@ class _NoiseGibbs(BlockGibbs):
                     f"the Monte Carlo chains reached the edge of the noise window of {what} "
                     f"{at} (the values within the noise's full reach of the published value): "
                     "the prior puts its mass far from the published values")
-        post.attrs["noise_window"] = int(_Noise(release.mechanism.distribution,
-                                                release.mechanism.scale).half)
-        post.n_candidates = None
-        post.attrs["n_candidates_note"] = _INFINITE
-        return post
+        return dataclasses.replace(res, n_candidates=None).with_notes(
+            noise_window=int(_Noise(release.mechanism.distribution,
+                                    release.mechanism.scale).half),
+            n_candidates_note=_INFINITE)
 
 
 @register
@@ -328,8 +343,7 @@ class NoisyCounts(Mechanism):
     windows = staticmethod(entry_windows)
     windows_truncated = True
     set_routes = (LinkedDP(), LinkedGibbs())
-    routes = (_NoiseDP(entry_windows), _Noise3D(entry_windows), _NoiseLine(entry_windows),
-              _NoiseGibbs(entry_windows))
+    routes = (_NoiseDP(), _Noise3D(), _NoiseLine(), _NoiseGibbs())
 
     def __init__(self, distribution: str = "geometric", scale: float = 1.0, clip: bool = False):
         self.distribution = V.choice(distribution, "distribution", DISTRIBUTIONS)
@@ -344,6 +358,22 @@ class NoisyCounts(Mechanism):
 
     def _params(self) -> dict:
         return {"distribution": self.distribution, "scale": self.scale, "clip": self.clip}
+
+    @classmethod
+    def example(cls, table=None, rng=None) -> Example:
+        """The shared 3 x 3 table of small counts with geometric noise of scale 0.3,
+        clipped at 0 (narrow windows: the exact DP answers); ``rng``: geometric noise of
+        scale 0.3 to 0.8 or discrete Gaussian of scale 0.5 to 2, clipped or not."""
+        table = counts_3x3() if table is None else table
+        if rng is None:
+            params = {"distribution": "geometric", "scale": 0.3, "clip": True}
+        elif rng.random() < 0.5:
+            params = {"distribution": "geometric", "scale": float(rng.uniform(0.3, 0.8)),
+                      "clip": bool(rng.random() < 0.5)}
+        else:
+            params = {"distribution": "discrete_gaussian", "scale": float(rng.uniform(0.5, 2)),
+                      "clip": bool(rng.random() < 0.5)}
+        return Example(cls, table, params)
 
     def protect(self, table, rng: np.random.Generator):
         """Add independent noise to every cell and every published total of ``table``."""

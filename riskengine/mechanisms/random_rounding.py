@@ -36,7 +36,8 @@ from ..inference.linked_gibbs import LinkedGibbs
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import count_table
-from ._base import Mechanism, register
+from ..protocol import Example, Mechanism, register
+from ._examples import counts_3x3
 from .rounding import check_multiples, log_round_prob
 
 __all__ = ["RandomRounding"]
@@ -77,8 +78,8 @@ class RandomRounding(Mechanism):
     aliases = ("randomrounding",)
     windows = staticmethod(entry_windows)
     set_routes = (LinkedDP(), LinkedGibbs())
-    routes = (TableDP(entry_windows), Enumerate3D(entry_windows), Line(entry_windows),
-              BlockGibbs(entry_windows))
+    routes = (TableDP(), Enumerate3D(), Line(),
+              BlockGibbs())
 
     def __init__(self, base: int):
         if isinstance(base, bool):
@@ -87,6 +88,12 @@ class RandomRounding(Mechanism):
 
     def _params(self) -> dict:
         return {"base": self.base}
+
+    @classmethod
+    def example(cls, table=None, rng=None) -> Example:
+        """The shared 3 x 3 table of small counts rounded to base 3; ``rng``: base 2 to 4."""
+        table = counts_3x3() if table is None else table
+        return Example(cls, table, {"base": 3 if rng is None else int(rng.integers(2, 5))})
 
     def protect(self, table, rng: np.random.Generator):
         """Round every cell and every published total of ``table`` independently."""

@@ -40,7 +40,8 @@ from ..inference.gibbs import BlockGibbs
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import count_table
-from ._base import Mechanism, register
+from ..protocol import Example, Mechanism, register
+from ._examples import counts_3x3
 from ._cox import cox_unbiased, extended, optimal
 from ._rounding3d import protect_3d
 
@@ -125,7 +126,8 @@ class ControlledRounding(Mechanism):
     name = "controlled_rounding"
     additive = True
     aliases = ("rounding",)
-    routes = (TableDP(entry_windows), Enumerate3D(entry_windows), BlockGibbs(entry_windows))
+    windows = staticmethod(entry_windows)
+    routes = (TableDP(), Enumerate3D(), BlockGibbs())
 
     def __init__(self, base: int, method: str = "unbiased", zero_restricted: bool = True,
                  likelihood: str = "feasible"):
@@ -140,6 +142,16 @@ class ControlledRounding(Mechanism):
     def _params(self) -> dict:
         return {"base": self.base, "method": self.method, "zero_restricted": True,
                 "likelihood": self.likelihood}
+
+    @classmethod
+    def example(cls, table=None, rng=None) -> Example:
+        """The shared 3 x 3 table of small counts rounded to base 3; ``rng``: base 2 or 3,
+        the optimal method and either likelihood."""
+        table = counts_3x3() if table is None else table
+        params = {"base": 3} if rng is None else {
+            "base": int(rng.integers(2, 4)), "method": "optimal",
+            "likelihood": str(rng.choice(LIKELIHOODS))}
+        return Example(cls, table, params)
 
     # --- protect -------------------------------------------------------------------
     def protect(self, table, rng: np.random.Generator | None = None):

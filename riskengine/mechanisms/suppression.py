@@ -37,7 +37,8 @@ from ..magnitude.intervals import intervals, protection_tol
 from ..release import Release
 from ..table import Table
 from ..tabular import check_equations, tabular_system
-from ._base import Mechanism, register
+from ..protocol import Example, Mechanism, register
+from ._examples import smallest_cell
 
 # METHODS and COSTS (the solver's options) are offered here too: ``riskengine.suppress``
 # (an alias of this module) offered them
@@ -159,8 +160,9 @@ class CellSuppression(Mechanism):
     name = "cell_suppression"
     additive = True
     suppressible_totals = True
-    routes = (TableDP(entry_windows), Grouped2D(), Enumerate3D(entry_windows),
-              BlockGibbs(entry_windows))
+    windows = staticmethod(entry_windows)
+    routes = (TableDP(), Grouped2D(), Enumerate3D(),
+              BlockGibbs())
 
     def __init__(self, method: str = "heuristic", cost: str = "value",
                  suppress_zeros: bool = False, suppress_totals: bool = False):
@@ -175,6 +177,22 @@ class CellSuppression(Mechanism):
     def _params(self) -> dict:
         return {"method": self.method, "cost": self.cost, "suppress_zeros": self.suppress_zeros,
                 "suppress_totals": self.suppress_totals}
+
+    @classmethod
+    def example(cls, table=None, rng=None) -> Example:
+        """A 3 x 3 table with every total published, cell (x, a) sensitive and protected
+        by half of every cell's value; on another table its smallest cell sensitive,
+        protected by 1 (the heuristic method: ``rng`` varies nothing)."""
+        if table is None:
+            values = np.array([[20, 10, 20], [10, 10, 20], [40, 10, 10]])
+            table = Table(values, dims=("v", "w"),
+                          coords={"v": ["x", "y", "z"], "w": ["a", "b", "c"]})
+            sensitive = np.zeros(values.shape, bool)
+            sensitive[0, 0] = True
+            return Example(cls, table, inputs={"sensitive": sensitive,
+                                               "protection": 0.5 * values})
+        return Example(cls, table, inputs={"sensitive": smallest_cell(table),
+                                           "protection": 1.0})
 
     # --- protect -----------------------------------------------------------------------
     def protect(self, table, rng=None, *, sensitive, protection=None, groups=None,

@@ -29,7 +29,7 @@ import numpy as np
 
 import riskengine as rk
 from riskengine._io import atomic_write_netcdf, atomic_write_text
-from riskengine.simulate import calibration
+from riskengine._simulate import calibration
 
 HERE = Path(__file__).resolve().parent
 

@@ -48,8 +48,8 @@ import numpy as np
 
 import riskengine as rk
 from riskengine._io import atomic_write_text
-from riskengine.compare import MechanismFailed
-from riskengine.simulate import calibration
+from riskengine._compare import MechanismFailed
+from riskengine._simulate import calibration
 
 HERE = Path(__file__).resolve().parent
 SEED = 2026

@@ -25,7 +25,7 @@ from scipy import stats
 import riskengine as rk
 from riskengine._io import atomic_write_text
 from riskengine.data.seeds import S001
-from riskengine.mechanisms.resampling import quality_interval
+from riskengine.mechanisms._resampling import quality_interval
 
 HERE = Path(__file__).resolve().parent
 TABLE1, MS = S001.TABLE1, S001.TABLE1_MS          # seed 001, Table 1 and its (M, S) columns

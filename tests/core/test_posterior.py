@@ -35,3 +35,27 @@ def test_truth_shape_is_checked():
         _post().prob_exact(np.array([1, 2]))
     with pytest.raises(ValueError, match="nonnegative"):
         _post().prob_exact(np.array([[-1, 2]]))
+
+
+def test_a_posterior_is_read_only():
+    """Built once by rk.posterior: attributes cannot be assigned, attrs / totals are
+    read-only mappings and the arrays are not writeable."""
+    import numpy as np
+    import pytest
+
+    import riskengine as rk
+    rel = rk.MarginsOnly().protect(rk.Table(np.array([[1, 2], [3, 4]]), dims=("v", "w")))
+    post = rk.posterior(rel)
+    with pytest.raises(AttributeError, match="read-only"):
+        post.n_candidates = 3
+    with pytest.raises(AttributeError, match="read-only"):
+        post.attrs = {}
+    with pytest.raises(TypeError):
+        post.attrs["route"] = "other"
+    with pytest.raises(TypeError):
+        post.totals[("v",)] = None
+    with pytest.raises(ValueError):
+        post.probs[0, 0, 0] = 0.5
+    with pytest.raises(ValueError):
+        post.start[0, 0] = 7
+    assert post.exact and post.attrs["route"] in {r.name for r in rel.mechanism.routes}

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 import riskengine as rk
-from riskengine.inference.cyclic_gibbs import CyclicGibbs
 from tests.reference.agreement import monte_carlo_agrees
 
 CASES = [(design, rule, k) for design in ("staircase", "diagonal")
@@ -32,9 +31,9 @@ def test_cyclic_gibbs_agrees_with_the_exact_route(design, rule, k, prior):
     alpha, beta = float(rng.uniform(0.1, 0.45)), float(rng.uniform(0.1, 0.45))
     rel = rk.CyclicPerturbation(cyc, alpha, beta, rule=rule).protect(t, rng)
     exact = rk.posterior(rel, prior, route="structured")
-    mc = CyclicGibbs(draws=1500).run(rel, prior, memory=4e9)
+    mc = rk.posterior(rel, prior, route="gibbs", memory=4e9, mcmc=rk.MonteCarlo(draws=1500))
     assert mc.attrs["converged"] == 1, mc.attrs["diagnostics"]
-    assert mc.attrs["approximate"] == 1
+    assert not mc.exact
     monte_carlo_agrees(mc, exact)
     # every draw keeps the margins and is published table minus a signed sum of cycles
     d = mc.chains.reshape((-1,) + shape)
@@ -54,7 +53,7 @@ def test_auto_takes_gibbs_when_no_exact_route_fits():
     post = rk.posterior(rel)
     assert post.attrs["route"] == "gibbs"
     assert "structured:" in post.attrs["route_reason"]
-    assert post.attrs["approximate"] == 1 and post.n_candidates is None
+    assert not post.exact and post.n_candidates is None
     d = post.sample(500, np.random.default_rng(1)).values
     np.testing.assert_array_equal(d.sum(2), np.broadcast_to(t.values.sum(1), (500, 5)))
     np.testing.assert_array_equal(d.sum(1), np.broadcast_to(t.values.sum(0), (500, 5)))

@@ -20,17 +20,13 @@ import pytest
 import xarray as xr
 
 import riskengine as rk
-from riskengine.inference.gibbs import BlockGibbs, ConvergenceWarning
+from riskengine.inference.gibbs import ConvergenceWarning
 from tests.reference.agreement import monte_carlo_agrees
 
 
-def _route(rel, **kw) -> BlockGibbs:
-    base = next(r for r in rel.mechanism.routes if r.name == "gibbs")
-    return type(base)(base._windows, **kw)         # the mechanism's own Gibbs route
-
-
 def _run(rel, prior, **kw):
-    return _route(rel, **kw).run(rel, prior, memory=4e9)
+    """The mechanism's own Gibbs route with these chain settings (rk.MonteCarlo's)."""
+    return rk.posterior(rel, prior, route="gibbs", memory=4e9, mcmc=rk.MonteCarlo(**kw))
 
 
 def _table(rng, shape, lam):
@@ -143,7 +139,7 @@ def test_diagnostics_are_on_the_posterior_and_labelled():
     assert dg.attrs["max_rhat"] == pytest.approx(float(dg["rhat"].max()))
     assert np.isfinite(dg["rhat"]).all() and (dg["ess_bulk"] > 0).all()
     assert (dg["mcse_mean"] >= 0).all()
-    assert post.attrs["approximate"] == 1
+    assert not post.exact
     assert post.attrs["approximation"].startswith("Monte Carlo: blocked Gibbs, 3 chains x 800")
     assert "max R-hat" in post.attrs["diagnostics"]
     assert post.n_candidates is None and "Monte Carlo" in post.attrs["n_candidates_note"]
@@ -224,7 +220,7 @@ def test_cli_shows_the_diagnostics_and_strict_refuses(tmp_path, capsys, monkeypa
     assert "max R-hat" in text and "largest MCSE of a cell's mean" in text
     ds = xr.open_dataset(out / "posterior.nc")
     assert {"rhat", "ess_bulk", "ess_tail", "mcse_mean", "mcse_max_prob"} <= set(ds.data_vars)
-    assert ds["rhat"].dims == ("region", "age") and ds.attrs["approximate"] == 1
+    assert ds["rhat"].dims == ("region", "age") and "Monte Carlo" in ds.attrs["approximation"]
     ds.close()
     html = (out / "assess.html").read_text()
     assert "Monte Carlo diagnostics" in html and "smallest bulk ESS" in html
@@ -239,16 +235,16 @@ def test_cli_shows_the_diagnostics_and_strict_refuses(tmp_path, capsys, monkeypa
 
 def test_route_mcmc_names_the_monte_carlo_route():
     rel = rk.MarginsOnly().protect(_table(np.random.default_rng(0), (4, 3), 3.0))
-    from riskengine.mechanisms._base import select_route
-    r, reason = select_route(rel, rk.priors.Uniform(), "mcmc")
+    from riskengine.inference.resolve import route_for
+    r, reason = route_for(rel, rk.priors.Uniform(), "mcmc")
     assert r.name == "gibbs" and reason == "requested"
     cyc = rk.CyclicPerturbation(rk.cycles.diagonal(3), 0.25, 0.25)
     rel = cyc.protect(rk.Table(np.full((3, 3), 4)), np.random.default_rng(0))
-    r, _ = select_route(rel, rk.priors.Uniform(), "mcmc")
+    r, _ = route_for(rel, rk.priors.Uniform(), "mcmc")
     assert r.name == "gibbs" and not r.exact           # the cycle signs' Gibbs route
     rel = rk.Bootstrap(M=2, S=3.0).protect(rk.Table(np.full((2, 2), 4)),
                                            np.random.default_rng(0))
-    r, _ = select_route(rel, rk.priors.Uniform(), "mcmc")
+    r, _ = route_for(rel, rk.priors.Uniform(), "mcmc")
     assert r.name == "mcmc" and not r.exact            # the exact joint likelihood's chain
 
 

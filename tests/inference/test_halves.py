@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import riskengine as rk
+from riskengine.inference.resolve import plan
 from riskengine.inference import halves
 from riskengine.inference import table_dp as dp
 from tests.reference.tables import count_tables_with_windows, tables_with_windows
@@ -68,8 +69,9 @@ def test_dp_picks_the_cheaper_orientation(shape):
     for mech in (rk.MarginsOnly(), rk.ControlledRounding(3, method="optimal")):
         rel = mech.protect(t)
         route = next(r for r in rel.mechanism.routes if r.name == "dp")
-        plans = route.prepared(rel, rk.priors.Poisson(4.0))
-        chosen = route.plan(rel, rk.priors.Poisson(4.0), "posterior")
+        pl = plan(rel, rk.priors.Poisson(4.0))
+        plans = route.prepared(pl)
+        chosen = route.orientation(pl, "posterior")
         assert chosen[3][1] == min(p[3][1] for p in plans)
         post = rk.posterior(rel, rk.priors.Poisson(4.0), route="dp")
         flip = rk.Release(None if rel.published is None else rel.published.T,

@@ -24,6 +24,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 import riskengine as rk
+from riskengine.inference.resolve import plan
 from kernels import multinomial_box as mbox
 from riskengine.inference import joint
 from tests.reference import resampling_joint as ref
@@ -317,8 +318,8 @@ def test_auto_takes_joint_when_it_fits():
     big = rk.Bootstrap(3, 2.0).protect(
         rk.Table(np.random.default_rng(1).poisson(6, size=(5, 5)), dims=DIMS),
         np.random.default_rng(0))
-    from riskengine.mechanisms._base import select_route
-    r, why = select_route(big, rk.priors.Uniform())   # beyond the joint route: Monte Carlo
+    from riskengine.inference.resolve import route_for
+    r, why = route_for(big, rk.priors.Uniform())   # beyond the joint route: Monte Carlo
     assert r.name == "mcmc"                            # (test_resampling_mcmc.py)
     assert "joint:" in why and "more than" in why
     post = rk.posterior(big, rk.priors.Uniform(), route="cells")
@@ -346,10 +347,10 @@ def test_work_limit_is_stated():
     assert joint.MAX_WORK > 0
     big = rk.Release(np.full((4, 4), 5), margins={(): 80}, mechanism=rk.Bootstrap(5, 3.0),
                      dims=DIMS)
-    why = rk.Bootstrap.routes[0].applies(big, rk.priors.Uniform())
+    why = rk.Bootstrap.routes[0].applies(plan(big, rk.priors.Uniform()))
     assert why is not None and "candidate tables" in why
     P = np.full((200, 200), 3)                 # not even looked at: 4e4 cells x (n + 1) values
     huge = rk.Release(P, margins={(): int(P.sum())}, mechanism=rk.Bootstrap(2, 2.0))
-    why = rk.Bootstrap.routes[0].applies(huge, rk.priors.Uniform())
+    why = rk.Bootstrap.routes[0].applies(plan(huge, rk.priors.Uniform()))
     assert "(cell, original value) pairs" in why
     assert rk.posterior(huge).attrs["route"] == "cells"

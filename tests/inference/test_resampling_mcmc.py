@@ -20,15 +20,20 @@ import pytest
 import riskengine as rk
 from riskengine.inference import joint_mcmc
 from riskengine.inference.gibbs import ConvergenceWarning
-from riskengine.mechanisms._base import select_route
+from riskengine.inference.resolve import plan, route_for
 from tests.reference.agreement import indicator_mcse, monte_carlo_agrees, pmf_on
 
 DIMS = ("v", "w")
 
 
-def _route(mech, **kw) -> joint_mcmc.JointMCMC:
-    base = next(r for r in mech.routes if r.name == "mcmc")
-    return joint_mcmc.JointMCMC(base._model, **kw)
+def _route(mech) -> joint_mcmc.JointMCMC:
+    return next(r for r in mech.routes if r.name == "mcmc")
+
+
+def _mc(rel, prior, warmup, draws):
+    """The Monte Carlo route's posterior with these chain settings."""
+    return rk.posterior(rel, prior, route="mcmc", memory=4e9,
+                        mcmc=rk.MonteCarlo(warmup=warmup, draws=draws))
 
 
 def _mech(kind, rng):
@@ -63,7 +68,7 @@ def test_pair_likelihoods_are_the_exact_joint_likelihood(mech, shape, lam):
     rel = mech.protect(t, rng)
     route = _route(mech)
     stats = np.zeros(2, np.int64)
-    for gc in route._groups(rel, rk.priors.Uniform()):
+    for gc in route._groups(plan(rel, rk.priors.Uniform())):
         if len(gc.cells) < 2:
             continue
         x = t.values.reshape(-1)[gc.cells].astype(np.int64)
@@ -104,11 +109,11 @@ def test_mcmc_agrees_with_the_joint_route_on_random_tables(kind):
     while done < 30:
         t, rel = _small_case(kind, rng)
         prior = _prior(rng)
-        if select_route(rel, prior)[0].name != "joint":
+        if route_for(rel, prior)[0].name != "joint":
             continue                                 # beyond the joint route: no reference
         done += 1
         exact = rk.posterior(rel, prior)
-        mc = _route(rel.mechanism, warmup=100, draws=1000).run(rel, prior, memory=4e9)
+        mc = _mc(rel, prior, 100, 1000)
         assert mc.attrs["converged"] == 1, mc.attrs["diagnostics"]
         lo = int(min(exact.start.min(), mc.start.min()))
         hi = int(max((exact.start + exact.width).max(), (mc.start + mc.width).max()))
@@ -133,7 +138,7 @@ def test_realistic_counts_against_the_joint_route():
         rel = mech.protect(t, rng)
         exact = rk.posterior(rel, rk.priors.Uniform())
         assert exact.attrs["route"] == "joint" and exact.n_candidates > 100
-        mc = _route(mech, warmup=100, draws=1500).run(rel, rk.priors.Uniform(), memory=4e9)
+        mc = _mc(rel, rk.priors.Uniform(), 100, 1500)
         assert mc.attrs["converged"] == 1
         monte_carlo_agrees(mc, exact)
 
@@ -178,10 +183,10 @@ def test_the_candidate_sets_are_connected_by_pair_moves(kind):
         rel = mech.protect(rk.Table(T, dims=DIMS), rng)
         prior = _prior(rng)
         try:
-            model, parts = joint._run(rel, prior)
+            model, parts = joint._run(plan(rel, prior))
         except ValueError:
             continue
-        groups = _route(mech)._groups(rel, prior)
+        groups = _route(mech)._groups(plan(rel, prior))
         for g, p, gc in zip(model.groups, parts, groups):
             assert _connected(p.X), (mech, T.tolist(), rel.published.tolist())
             used = np.zeros_like(gc.ok)
@@ -193,10 +198,9 @@ def test_the_chain_visits_every_candidate():
     """A tiny case with few candidates: the chains visit exactly the enumerated set."""
     rel = rk.Release(np.array([[3, 2, 1]]), margins={(): 6}, mechanism=rk.Bootstrap(1, 3.0),
                      dims=DIMS)
-    _, parts = rk.Bootstrap.routes[0]._run(rel, rk.priors.Uniform())
+    _, parts = rk.Bootstrap.routes[0]._run(plan(rel, rk.priors.Uniform()))
     want = {x.tobytes() for x in parts[0].X}
-    mc = _route(rel.mechanism, warmup=20, draws=3000).run(rel, rk.priors.Uniform(),
-                                                          memory=4e9)
+    mc = _mc(rel, rk.priors.Uniform(), 20, 3000)
     seen = {x.tobytes() for x in mc.chains.reshape(-1, 3).astype(np.int64)}
     assert seen == want and len(want) >= 8
 
@@ -207,8 +211,9 @@ def test_same_seed_same_draws_whatever_the_workers():
     rng = np.random.default_rng(8)
     t = rk.Table(rng.poisson(5, size=(3, 3)) + 1, dims=DIMS)
     rel = rk.BinomialPerturbation(2.0, preserve="rows").protect(t, rng)
-    runs = [_route(rel.mechanism, chains=3, warmup=10, draws=200, workers=w)
-            .run(rel, rk.priors.Uniform(), memory=4e9) for w in (1, 2, 3)]
+    runs = [rk.posterior(rel, route="mcmc", memory=4e9,
+                         mcmc=rk.MonteCarlo(chains=3, warmup=10, draws=200, workers=w))
+            for w in (1, 2, 3)]
     for other in runs[1:]:
         np.testing.assert_array_equal(runs[0].chains, other.chains)
     again = rk.posterior(rel, route="mcmc", mcmc=rk.MonteCarlo(3, 10, 200, seed=2))
@@ -224,17 +229,17 @@ def test_auto_takes_joint_then_mcmc_then_cells():
     says why."""
     small = rk.Bootstrap(3, 2.0).protect(rk.Table(np.array([[4, 1], [2, 3]]), dims=DIMS),
                                          np.random.default_rng(0))
-    assert select_route(small, rk.priors.Uniform())[0].name == "joint"
+    assert route_for(small, rk.priors.Uniform())[0].name == "joint"
     big = rk.Bootstrap(3, 2.0).protect(
         rk.Table(np.random.default_rng(1).poisson(6, size=(5, 5)), dims=DIMS),
         np.random.default_rng(0))
-    r, why = select_route(big, rk.priors.Uniform())
+    r, why = route_for(big, rk.priors.Uniform())
     assert r.name == "mcmc" and why.startswith("joint: ") and "candidate tables" in why
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         post = rk.posterior(big, rk.priors.Uniform(),
                             mcmc=rk.MonteCarlo(chains=2, warmup=30, draws=300))
-    assert post.attrs["route"] == "mcmc" and post.attrs["approximate"] == 1
+    assert post.attrs["route"] == "mcmc" and not post.exact
     assert post.attrs["method"] == "bootstrap/mcmc"
     assert post.attrs["approximation"].startswith("Monte Carlo: Gibbs over pairs of cells "
                                                   "with the exact joint likelihood, 2 chains")
@@ -244,18 +249,18 @@ def test_auto_takes_joint_then_mcmc_then_cells():
     assert (d.sum(axis=(1, 2)) == big.margins[()]).all()
     tot = post.totals[("v",)]                       # row totals: unpublished, from the draws
     np.testing.assert_allclose(tot.probs.sum(-1), 1.0)
-    cost = r.estimate(big, rk.priors.Uniform())
+    cost = r.estimate(plan(big, rk.priors.Uniform()))
     assert not cost.too_long and "sweeps of pair redraws" in cost.detail
     old = joint_mcmc.MAX_SECONDS
     try:
         joint_mcmc.MAX_SECONDS = 1e-6
-        r, why = select_route(big, rk.priors.Uniform())
+        r, why = route_for(big, rk.priors.Uniform())
         assert r.name == "cells" and "mcmc: the Monte Carlo route would take about" in why
-        assert select_route(big, rk.priors.Uniform(), "mcmc")[0].name == "mcmc"
+        assert route_for(big, rk.priors.Uniform(), "mcmc")[0].name == "mcmc"
     finally:
         joint_mcmc.MAX_SECONDS = old
     P = np.full((200, 200), 3)                      # too large to build: per-cell route
     huge = rk.Release(P, margins={(): int(P.sum())}, mechanism=rk.Bootstrap(2, 2.0))
     why = next(r for r in rk.Bootstrap.routes if r.name == "mcmc").applies(
-        huge, rk.priors.Uniform())
+        plan(huge, rk.priors.Uniform()))
     assert "(cell, original value) pairs" in why and "Monte Carlo route" in why

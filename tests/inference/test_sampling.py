@@ -41,7 +41,8 @@ import xarray as xr
 from scipy import stats
 
 import riskengine as rk
-from kernels import table_dp as kdp
+from kernels.checkpoints import checkpoint_plan
+from riskengine.inference.resolve import plan
 from riskengine.inference import table_dp as dp
 from tests.reference import draws as ref
 from tests.reference import numerics as num
@@ -689,7 +690,7 @@ def test_the_table_dp_runs_in_either_orientation():
     for name in ("dp/margins 2x5 per-cell rates", "dp/margins 5x2 negative binomial"):
         rel, spec, _, _, _ = _case(name)
         route = next(r for r in rel.mechanism.routes if r.name == "dp")
-        ew = route.plan(rel, _prior(spec, rel.dims, rel.coords), "posterior")[0]
+        ew = route.orientation(plan(rel, _prior(spec, rel.dims, rel.coords)), "posterior")[0]
         seen.append(ew.dims != rel.dims)
     assert seen == [False, True]
 
@@ -755,12 +756,11 @@ def test_draws_with_checkpoints(kind):
     rel = mech.protect(_table(T))
     prior = rk.priors.Poisson(3.0)
     route = next(r for r in mech.routes if r.name == "dp")
-    _, win, _, _ = route.plan(rel, prior, "posterior")
+    _, win, _, _ = route.orientation(plan(rel, prior), "posterior")
     need = math.ceil(dp.memory(win, "posterior")[0])
     w, _ = dp._largest_row_last(win.trimmed())
-    _, derived, args, _, _ = dp._args(w)
-    per = kdp.stage_states(args[2], args[3], args[4], args[6], args[7], derived)
-    keep, _ = kdp.checkpoint_plan(per, need / 8)
+    per = dp._args(w)[2].stage_states()
+    keep, _ = checkpoint_plan(per, need / 8)
     assert not keep.all()                       # the draws below do recompute segments
     small = rk.posterior(rel, prior, route="dp", count=False, memory=need)
     full = rk.posterior(rel, prior, route="dp", count=False)

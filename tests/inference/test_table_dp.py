@@ -110,7 +110,7 @@ def test_margins_only_posterior_matches_brute_force(i):
 def test_checkpointed_posterior_equals_the_full_one(seed):
     """With too little memory for every forward stage the DP keeps checkpoints and
     recomputes each segment in the backward pass: the same marginals, evidence and count."""
-    from kernels import table_dp as k
+    from kernels.checkpoints import checkpoint_plan
     from riskengine.inference import table_dp as dp
     rng = np.random.default_rng(seed)
     shape = [(3, 5), (2, 7), (4, 4)][seed % 3]
@@ -120,9 +120,8 @@ def test_checkpointed_posterior_equals_the_full_one(seed):
     win = dp.release_windows(rel, rk.priors.Poisson(3.0))
     full = dp.solve(win, with_count=True)
     w, _ = dp._largest_row_last(win.trimmed())
-    _, derived, args, _, _ = dp._args(w)
-    per = k.stage_states(args[2], args[3], args[4], args[6], args[7], derived)
-    keep, need = k.checkpoint_plan(per, 0.0)
+    per = dp._args(w)[2].stage_states()
+    keep, need = checkpoint_plan(per, 0.0)
     assert not keep.all() and need < per[:-1].sum()
     part = dp.solve(win, with_count=True, max_states=need)
     np.testing.assert_allclose(part["cell"], full["cell"], rtol=0, atol=1e-13)

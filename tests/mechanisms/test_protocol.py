@@ -1,12 +1,13 @@
 """The mechanism protocol, run over every registered mechanism.
 
-Each registered mechanism has a case below (a mechanism, a table, and the extra inputs its
-``protect`` needs); the first test fails when a mechanism is registered without one.  For
-every case: the JSON round trip of the mechanism and of its release, ``protect`` gives a
-release the mechanism validates, the true table is a candidate (the posterior under a
-prior that knows every cell exists), every route name resolves, an unknown route and an
-inapplicable route are refused with the known names, and a mechanism without routes says
-what to use instead.
+Each registered mechanism is a case: the example it declares of itself
+(``Mechanism.example()``: a table, its parameters and the inputs its ``protect`` needs; read
+through ``tests/reference/registry_cases.py``); the first test fails when a mechanism is
+registered without one.  For every case: the JSON round trip of the mechanism and of its
+release, ``protect`` gives a release the mechanism validates, the true table is a candidate
+(the posterior under a prior that knows every cell exists), every route name resolves, an
+unknown route and an inapplicable route are refused with the known names, and a mechanism
+without routes says what to use instead.
 """
 
 from __future__ import annotations
@@ -16,47 +17,30 @@ import pytest
 
 import riskengine as rk
 from riskengine.mechanisms import REGISTRY, mechanism_from_dict
-from riskengine.mechanisms._base import lookup, select_route
+from riskengine.inference.resolve import plan, route_for
+from riskengine.protocol import Example, lookup
+from tests.reference.registry_cases import names, protocol_case, protocol_cases
 
 
 def _t2(rng, shape=(3, 3), lam=4.0):
     return rk.Table(rng.poisson(lam, size=shape) + 1, dims=("v", "w"))
 
 
-def _suppression(rng):
-    t = rk.Table(np.array([[20, 10, 20], [10, 10, 20], [40, 10, 10]]), dims=("v", "w"))
-    sens = np.zeros((3, 3), bool)
-    sens[0, 0] = True
-    return rk.CellSuppression(), t, {"sensitive": sens, "protection": 0.5 * t.values}
-
-
-def _cta(rng):
-    t = rk.Table(np.array([[20.0, 10, 20], [10, 10, 20], [40, 10, 10]]), dims=("v", "w"))
-    sens = np.zeros((3, 3), bool)
-    sens[0, 0] = True
-    return (rk.ControlledTabularAdjustment(), t,
-            {"sensitive": sens, "protection": 5.0, "capacity": 0.5 * t.values})
-
-
-CASES = {
-    "cyclic": lambda rng: (rk.CyclicPerturbation(rk.cycles.diagonal(3), 0.3, 0.2), _t2(rng), {}),
-    "controlled_rounding": lambda rng: (rk.ControlledRounding(3), _t2(rng), {}),
-    "margins_only": lambda rng: (rk.MarginsOnly(), _t2(rng), {}),
-    "bootstrap": lambda rng: (rk.Bootstrap(M=3, S=3.0), _t2(rng, (2, 3), 6.0), {}),
-    "binomial": lambda rng: (rk.BinomialPerturbation(S=3.0), _t2(rng, (2, 3), 6.0), {}),
-    "cell_suppression": _suppression,
-    "cta": _cta,
-    "random_rounding": lambda rng: (rk.RandomRounding(3), _t2(rng), {}),
-    # 2 x 3: geometric windows (all but 1e-17 of each entry's likelihood) are 2 x 40 + 1
-    # wide at scale 1, a 3 x 3 table's exact DP would need tens of GB
-    "noisy_counts": lambda rng: (rk.NoisyCounts("geometric", scale=1.0, clip=True),
-                                 _t2(rng, (2, 3)), {}),
-    "cell_key": lambda rng: (rk.CellKey(D=2, V=1.0), _t2(rng, (2, 3)), {}),
-}
-
-
 def test_every_registered_mechanism_has_a_case():
-    assert set(CASES) == set(REGISTRY), "add a case for each registered mechanism"
+    assert set(protocol_cases()) == set(REGISTRY)
+    for name, cls in REGISTRY.items():
+        ex = cls.example()       # NotImplementedError: "declares no example of itself"
+        assert isinstance(ex, Example) and ex.cls is cls, name
+        # the parameters build the mechanism, as a config or --param gives them
+        again = cls.from_config(dict(ex.params), shape=ex.table.shape, dims=ex.table.dims)
+        assert again.to_dict() == ex.mechanism.to_dict()
+
+
+def test_a_mechanism_without_an_example_says_how_to_declare_one():
+    with pytest.raises(NotImplementedError, match=r"mechanism 'mechanism' \(Mechanism\) "
+                                                  r"declares no example of itself: give it a "
+                                                  r"classmethod example"):
+        rk.Mechanism.example()
 
 
 def test_registry_names_and_aliases_resolve():
@@ -68,11 +52,9 @@ def test_registry_names_and_aliases_resolve():
         lookup("bogus")
 
 
-@pytest.fixture(params=sorted(CASES))
+@pytest.fixture(params=names())
 def case(request, rng):
-    mech, table, kw = CASES[request.param](rng)
-    rel = mech.protect(table, rng, **kw) if kw else mech.protect(table, rng)
-    return mech, table, rel
+    return protocol_case(request.param, rng)
 
 
 def test_json_round_trips(case):
@@ -118,7 +100,7 @@ def test_route_names_resolve_and_unknown_routes_are_refused(case):
         return
     names = [r.name for r in mech.routes]
     for r in mech.routes:
-        why = r.applies(rel, prior)
+        why = r.applies(plan(rel, prior))
         if why is None:
             post = rk.posterior(rel, prior, route=r.name)
             assert post.attrs["route"] == r.name
@@ -143,9 +125,9 @@ def test_auto_route_respects_the_memory_budget(rng):
         rk.posterior(rel, memory=1000)
     with pytest.raises(ValueError, match=r"route 'dp' cannot answer .*memory budget"):
         rk.posterior(rel, route="dp", memory="1kB")
-    route, reason = select_route(rel, rk.priors.Uniform(), memory="1GB")
+    route, reason = route_for(rel, rk.priors.Uniform(), memory="1GB")
     assert route.name == "halves" and "first route" in reason      # 4 rows, uniform prior
-    route, reason = select_route(rel, rk.priors.Poisson(2.0), memory="1GB")
+    route, reason = route_for(rel, rk.priors.Poisson(2.0), memory="1GB")
     assert route.name == "dp" and "halves: the half-split route covers" in reason
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import riskengine as rk
-from riskengine.mechanisms.resampling import quality_interval
+from riskengine.mechanisms._resampling import quality_interval
 from tests.reference import resampling as ref
 
 

@@ -17,4 +17,8 @@ the riskengine code it checks.  One module per concept:
 * ``contributions`` -- a magnitude table's contributions by plain loops;
 * ``elimination`` -- sum-product over every joint assignment;
 * ``measures`` -- chi-square and calibration bins by their formulas.
+
+Beside them, the case generators the tests share: ``registry_cases`` -- one case per
+registered mechanism, built from the example it declares of itself (the protocol,
+invariants and command-line tests iterate the registry through it).
 """

@@ -1,10 +1,12 @@
 """Issue 19's acceptance, from the command line: every registered mechanism goes through
 ``protect -> assess -> report`` on a small CSV, and the report opens with a verdict.
 
-The cases come from the registry, so a new mechanism is covered (and fails here until
-``CLI_ARGS`` says how the CLI protects with it).  ``--strict``'s exit codes on the bundled
-example (with the original table) are tested in ``test_verdict``; here: on a release the
-CLI made, without the original, at the rule's boundary.
+The cases come from the registry: each mechanism's own example (``Mechanism.example()``:
+its table written as a CSV, its parameters and protect inputs as ``--param KEY=VALUE``;
+``tests/reference/registry_cases.py``), so a new mechanism is covered with no edit here.
+``--strict``'s exit codes on the bundled example (with the original table) are tested in
+``test_verdict``; here: on a release the CLI made, without the original, at the rule's
+boundary.
 """
 
 from __future__ import annotations
@@ -17,33 +19,19 @@ import xarray as xr
 
 import riskengine as rk
 from riskengine.cli import main
+from riskengine.cli.releases import param
 from riskengine.mechanisms import REGISTRY
+from tests.reference.registry_cases import cli_case, cli_cases, names
 
-#: the input files, written into each test's folder: a 3 x 3 count table with small
-#: counts (every exact route answers in well under a second), magnitudes for CTA, and
-#: the sensitive cells (0/1 in the table's layout) of the two suppressing mechanisms
+#: the input files of the tests on one mechanism, written into each test's folder: a 3 x 3
+#: count table with small counts, magnitudes for CTA, and the sensitive cells (0/1 in the
+#: table's layout) of the two suppressing mechanisms (each mechanism's own case writes its
+#: example's table beside them)
 FILES = {
     "counts.csv": "\\,a,b,c\nx,3,0,2\ny,1,4,1\nz,2,2,5\n",
     "magnitudes.csv": "\\,a,b,c\nx,20.5,5.2,30.1\ny,40.3,8.4,10.2\nz,6.1,25.7,12.3\n",
     "sensitive.csv": "\\,a,b,c\nx,0,0,1\ny,1,0,0\nz,0,0,0\n",
     "sensitive_mag.csv": "\\,a,b,c\nx,0,1,0\ny,0,1,0\nz,0,0,0\n",
-}
-
-#: per registered mechanism: the input table and the protect arguments beyond
-#: ``--mechanism NAME`` (the parameters it has no default for, the inputs its protect needs)
-CLI_ARGS = {
-    "binomial": ("counts.csv", ["--param", "S=2"]),
-    "bootstrap": ("counts.csv", ["--param", "M=3", "--param", "S=2"]),
-    "cell_key": ("counts.csv", ["--param", "D=2", "--param", "V=1"]),
-    "cell_suppression": ("counts.csv", ["--param", "sensitive=sensitive.csv",
-                                        "--param", "protection=1"]),
-    "controlled_rounding": ("counts.csv", ["--param", "base=3"]),
-    "cta": ("magnitudes.csv", ["--param", "sensitive=sensitive_mag.csv",
-                               "--param", "protection=3", "--param", "capacity=10"]),
-    "cyclic": ("counts.csv", ["--design", "diagonal"]),
-    "margins_only": ("counts.csv", []),
-    "noisy_counts": ("counts.csv", ["--param", "scale=0.3"]),
-    "random_rounding": ("counts.csv", ["--param", "base=3"]),
 }
 
 #: release kinds without a posterior: ``assess`` gives the audit instead (``audit.nc``,
@@ -69,23 +57,36 @@ def one_line_error(capsys) -> str:
 
 
 def test_every_registered_mechanism_has_cli_arguments():
-    missing = sorted(set(REGISTRY) - set(CLI_ARGS))
-    assert not missing, f"add the CLI arguments of {missing} to CLI_ARGS"
-    assert not set(CLI_ARGS) - set(REGISTRY), "CLI_ARGS names a mechanism not registered"
+    cases = cli_cases()
+    missing = sorted(set(REGISTRY) - set(cases))
+    assert not missing, f"give {missing} an example (Mechanism.example)"
+    assert not set(cases) - set(REGISTRY), "a case names a mechanism not registered"
+    for name, case in cases.items():   # --param KEY=VALUE: every parameter and input
+        assert case.args[::2] == ("--param",) * (len(case.args) // 2), name
+        given = dict(param(a) for a in case.args[1::2])
+        ex = REGISTRY[name].example()
+        assert set(given) == {*ex.params, *ex.inputs}, name
     assert set(AUDITED) == {n for n, c in REGISTRY.items() if not c.routes}
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+def _protect(name, files, seed, out) -> tuple:
+    """``riskengine protect`` of the mechanism's own example (its table written into the
+    test's folder): ``(case, exit code)``."""
+    case = cli_case(name)
+    (files / case.table).write_text(case.text)
+    code = main(["protect", case.table, "--mechanism", name, "--seed", str(seed), *case.args,
+                 "--out", str(out)])
+    return case, code
+
+
+@pytest.mark.parametrize("name", names())
 def test_protect_assess_report(name, files, capsys):
-    if name not in CLI_ARGS:
-        pytest.fail(f"mechanism {name!r} is registered but CLI_ARGS has no entry for it")
-    table, extra = CLI_ARGS[name]
     rel, out = files / f"{name}.json", files / f"{name}-out"
-    assert main(["protect", table, "--mechanism", name, "--seed", "1", *extra,
-                 "--out", str(rel)]) == 0
+    case, code = _protect(name, files, 1, rel)
+    assert code == 0
     assert json.loads(rel.read_text())["mechanism"]["name"] == name
     release = rk.Release.load(rel)
-    assert release.shape == (3, 3) and isinstance(release.mechanism, REGISTRY[name])
+    assert release.shape == case.shape and isinstance(release.mechanism, REGISTRY[name])
     capsys.readouterr()
     code = main(["assess", str(rel), "--out", str(out), "--threshold", str(THRESHOLD)])
     assert code == 0
@@ -170,26 +171,20 @@ def test_protect_names_the_inputs_a_mechanism_needs(files, capsys):
     assert a.read_text() == b.read_text()
 
 
-#: protect inputs (the agency's confidential data): not parameters of a published release
-INPUTS = ("sensitive", "protection", "capacity")
-
-
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("name", names())
 def test_the_published_csv_is_the_release(name, files, capsys):
     """protect writes the published table beside the JSON; that CSV with --mechanism and
     the mechanism's parameters is the same release (every number, the totals included),
     and assess answers the same from either (the same pmf, or the same audit)."""
     from riskengine.cli.releases import load_release
-    table, extra = CLI_ARGS[name]
     rel = files / f"{name}.json"
-    assert main(["protect", table, "--mechanism", name, "--seed", "2", *extra,
-                 "--out", str(rel)]) == 0
+    case, code = _protect(name, files, 2, rel)
+    assert code == 0
     published = files / f"{name}.csv"
     assert f"(the published table: {published})" in capsys.readouterr().out
-    params = [a for flag, a in zip(extra[::2], extra[1::2])
-              if flag == "--param" and a.partition("=")[0] not in INPUTS]
-    if name == "cyclic":
-        params = ["design=diagonal"]
+    # protect inputs (the agency's confidential data) are no parameters of the release
+    params = [a for flag, a in zip(case.args[::2], case.args[1::2])
+              if flag == "--param" and a.partition("=")[0] not in case.inputs]
     args = ["--mechanism", name, *(x for p in params for x in ("--param", p))]
     from_csv = load_release(published, __import__("argparse").Namespace(
         mechanism=name, param=params))

@@ -10,7 +10,7 @@ import xarray as xr
 
 import riskengine as rk
 from riskengine.cli import _bundled, main
-from riskengine.compare import MechanismFailed
+from riskengine._compare import MechanismFailed
 
 
 def one_line_error(capsys) -> str:

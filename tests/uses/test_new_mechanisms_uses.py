@@ -24,7 +24,7 @@ import riskengine as rk
 from riskengine import _config
 from riskengine._seeding import derived_rng
 from riskengine.cli import main
-from riskengine.simulate import calibration
+from riskengine._simulate import calibration
 
 #: a 3 x 3 table with a zero (cell key row 0, clipping at 0) and small counts
 T = rk.Table(np.array([[3, 0, 2], [1, 4, 1], [2, 2, 5]]), dims=("v", "w"),
@@ -282,7 +282,7 @@ def test_simulate_report_of_noisy_counts(tmp_path):
 
 def _calibrated(cal, min_cells=30, limit=4.0) -> bool:
     """tests/uses/test_simulate.py's rule: |z| <= 4 overall and in every bin with at least
-    30 cells (z with the cluster-robust s.e. of riskengine.simulate.calibration)."""
+    30 cells (z with the cluster-robust s.e. of riskengine._simulate.calibration)."""
     ok = abs(cal.attrs["overall_z"]) <= limit
     big = cal["n"] >= min_cells
     return bool(ok and (np.abs(cal["z"].where(big, 0.0)) <= limit).all())

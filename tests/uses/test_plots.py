@@ -18,7 +18,7 @@ import riskengine as rk
 from riskengine import plots
 from riskengine._io import read_table
 from riskengine.cli import _bundled
-from riskengine.simulate import calibration
+from riskengine._simulate import calibration
 from tests.reference.measures import calibration_bins
 from tests.uses.synthetic import compare_ds, simulate_ds
 

@@ -1,6 +1,6 @@
 """rk.simulate: schema, index-based seeding, calibration (acceptance), CLI.
 
-Calibration test statistic (see ``riskengine.simulate.calibration``): for the
+Calibration test statistic (see ``riskengine._simulate.calibration``): for the
 cells whose ``map_prob`` falls in a bin, z = (mean map_hit - mean map_prob) / se
 with the cluster-robust se = sqrt(sum_t D_t^2) / n_bin, D_t = sum over the bin's
 cells of table t of (map_hit - map_prob) (tables independent, cells within a
@@ -18,7 +18,7 @@ import xarray as xr
 import riskengine as rk
 from riskengine._seeding import derived_rng
 from riskengine.cli import main
-from riskengine.simulate import calibration
+from riskengine._simulate import calibration
 
 GEN = rk.generators.Poisson(3.0, shape=(3, 3), dims=("v", "w"))
 TRUE_MECH = rk.CyclicPerturbation(rk.cycles.diagonal(3), alpha=0.4, beta=0.4)

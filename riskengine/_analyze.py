@@ -35,7 +35,8 @@ import xarray as xr
 
 from . import _arviz
 from . import statistics as S
-from .posterior import Posterior, posterior
+from ._posterior import Posterior
+from .inference.resolve import posterior
 from .release import Release
 
 __all__ = ["Analysis", "analyze"]
@@ -161,16 +162,39 @@ def analyze(release, prior=None, statistics=DEFAULT, *, draws: int = 4000, rng=N
     Parameters
     ----------
     release : rk.Release
-    prior : riskengine prior (default Uniform: the user's prior)
-    statistics : names (:mod:`riskengine.statistics`), Statistic objects or functions of
-        a table (NumPy array of the table's shape)
+        The published release.
+    prior : rk.priors.Prior, optional
+        The user's prior (default ``Uniform()``).
+    statistics : str, Statistic, callable or a list of them
+        Names (:mod:`riskengine.statistics`, e.g. ``"cramers_v"``), Statistic objects or
+        functions of a table (a NumPy array of the table's shape); default chi2,
+        chi2_pvalue, cramers_v.
     draws : int
         Whole tables drawn from the posterior (exact routes: independent draws).
-    rng : numpy Generator (default ``np.random.default_rng()``: not reproducible)
-    truth : the true table (optional): its value, posterior quantile, HDI coverage
-    level : probability of the highest-density interval (arviz's default 0.94)
-    route, memory, progress : as :func:`riskengine.posterior`
-    post : a posterior of this release already computed (skips the inference)
+    rng : numpy.random.Generator, optional
+        Default ``np.random.default_rng()`` (not reproducible).
+    truth : table, optional
+        The true table: its value of each statistic, posterior quantile, HDI coverage.
+    level : float
+        Probability of the highest-density interval (arviz's default 0.94).
+    route, memory, progress
+        As for :func:`riskengine.posterior`.
+    post : rk.Posterior, optional
+        A posterior of this release already computed (skips the inference).
+
+    Returns
+    -------
+    Analysis
+        The draws, each statistic's values on them and its summary Dataset
+        (``res["cramers_v"]``: mean, sd, mcse_mean, hdi_lower, hdi_upper, plugin, and
+        with ``truth`` true, true_quantile, covered); ``res.table()`` as a DataFrame.
+
+    Raises
+    ------
+    TypeError
+        ``release`` is not an ``rk.Release``.
+    ValueError
+        A bad ``level``, no statistic, or a ``post`` of another release.
     """
     if not isinstance(release, Release):
         raise TypeError(f"release must be an rk.Release, got {type(release).__name__}")

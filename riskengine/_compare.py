@@ -39,9 +39,9 @@ import numpy as np
 import xarray as xr
 
 from . import measures as M
+from ._analyze import analyze
 from ._seeding import derived_rng, root_entropy
-from .analyze import analyze
-from .posterior import _prior, posterior
+from .inference.resolve import _prior, posterior
 from .table import Table
 
 __all__ = ["MechanismFailed", "compare"]
@@ -151,9 +151,11 @@ def compare(table, mechanisms: dict, intruder=None, user=None, draws: int = 20,
     intruder, user : rk.priors.Prior, default ``Uniform()``
         Priors for risk (intruder) and utility (user).
     draws : int >= 1
+        Protections of the table per mechanism.
     rng : numpy.random.Generator
         Only its first draw (the root entropy) is used; see the module docstring.
     progress : callable(done, total) or None
+        Called after each release analysed.
     level : float
         Credible level of the interval widths.
     memory : int or str, optional

@@ -76,9 +76,36 @@ def _cell(ds, dims, idx) -> str:
 
 def verdict(post_or_summary, truth=None, threshold: float = 0.5,
             max_expected: float | None = None, level: float = 0.95) -> Verdict:
-    """The verdict of the policy (module docstring) on a posterior (``rk.Posterior``)
-    or its summary Dataset (``post.summary(truth)`` / ``post.to_dataset(truth)``, or a
-    ``posterior.nc`` read back); ``truth``: the original table (a posterior only)."""
+    """The verdict of the risk policy (module docstring) on a posterior or its summary.
+
+    Parameters
+    ----------
+    post_or_summary : rk.Posterior or xarray.Dataset
+        A posterior, or its summary Dataset (``post.summary(truth)`` /
+        ``post.to_dataset(truth)``, or a ``posterior.nc`` read back).
+    truth : table, optional
+        The original table (with a posterior only; a summary carries its own ``true``
+        and ``prob_exact``): the policy then judges Pr(true value), else Pr(best guess).
+    threshold : float in (0, 1]
+        A cell fails when its probability is >= this.
+    max_expected : float >= 0, optional
+        The policy also fails when the expected number of exactly disclosed cells
+        exceeds this.
+    level : float
+        Credible level of the summary (a posterior only).
+
+    Returns
+    -------
+    Verdict
+        ``passed`` / ``label`` (PASS or FAIL), the rule in words, the failing cells (the
+        small counts apart) and the reasons, one line each (``lines()``).
+
+    Raises
+    ------
+    ValueError
+        A bad ``threshold`` / ``max_expected``, ``truth`` with a summary, or
+        probabilities that are not finite.
+    """
     if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or \
             not 0 < float(threshold) <= 1:
         raise ValueError(f"threshold must be a probability in (0, 1], got {threshold!r}")
@@ -118,8 +145,10 @@ def verdict(post_or_summary, truth=None, threshold: float = 0.5,
                        + (f"; {len(small)} of them are small counts (1 or 2)" if small else ""))
     if max_expected is not None and expected > float(max_expected):
         reasons.append(f"expected exactly disclosed cells {expected:.3f} > {max_expected:g}")
-    approx = int(ds.attrs.get("approximate", 0))
-    if approx and not int(ds.attrs.get("converged", 0)):
+    # a Monte Carlo posterior carries "converged" (1/0); posterior.nc files of earlier
+    # versions mark it with "approximate" = 1
+    monte_carlo = "converged" in ds.attrs or bool(int(ds.attrs.get("approximate", 0)))
+    if monte_carlo and not int(ds.attrs.get("converged", 0)):
         reasons.append("the Monte Carlo posterior has not converged "
                        f"({ds.attrs.get('diagnostics', '')}): no PASS on it")
     subject = ("the original cell's true value" if with_truth else

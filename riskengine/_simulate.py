@@ -28,7 +28,7 @@ from . import _validate as V
 from ._budget import budget
 from ._seeding import derived_rng, root_entropy
 from .inference._chains import close_client, dask_client
-from .posterior import _prior, posterior
+from .inference.resolve import _prior, posterior
 
 __all__ = ["calibration", "simulate"]
 
@@ -137,15 +137,19 @@ def simulate(generator, mechanism, intruder=None, n_tables: int = 100,
     ----------
     generator : rk.generators.Generator
         Anything with ``draw(rng) -> rk.Table``.
-    mechanism : mechanism with ``protect(table, rng)``
+    mechanism : rk.Mechanism
+        Anything with ``protect(table, rng) -> rk.Release``: how each table is protected.
     intruder : rk.priors.Prior, default ``Uniform()``
+        The intruder's prior.
     n_tables : int >= 1
+        Tables drawn, protected and attacked.
     rng : numpy.random.Generator
         Only its first draw (the root entropy) is used.
     scheduler : None, "dask", "tcp://host:port" or distributed.Client
         ``None``: serial in this process; ``"dask"``: a local cluster (2 worker
         processes); an address: an existing cluster (needs ``riskengine[dask]``).
     progress : callable(done, total) or None
+        Called after each table (serial) or each chunk (dask).
     chunk : int, optional
         Tables per dask task (default about n_tables / 16, at most 100).
     assumed : mechanism, optional
@@ -154,6 +158,13 @@ def simulate(generator, mechanism, intruder=None, n_tables: int = 100,
     memory : int or str, optional
         Memory budget of each table's posterior (as :func:`riskengine.posterior`'s
         ``memory=``; default: half the available memory).
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims ``("table", *table dims)``; see the module docstring for the variables.
+        A release the intruder's mechanism cannot explain is recorded as refuted
+        (``map_prob`` / ``prob_exact`` NaN, ``map_value`` -1; ``attrs["n_refuted"]``).
 
     Examples
     --------

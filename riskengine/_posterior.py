@@ -1,4 +1,4 @@
-"""posterior(release, prior) -> Posterior: per-cell posterior distributions and risk.
+"""The read-only result of ``rk.posterior``: per-cell posterior distributions and risk.
 
 Each cell's pmf is kept on its own window (first value + probabilities), so
 wide supports stay cheap; the dense ``pmf`` DataArray (union of the windows on
@@ -8,6 +8,8 @@ the ``value`` axis) is built only when asked for.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
@@ -15,17 +17,17 @@ import xarray as xr
 
 from . import _budget
 from . import _validate as V
-from .mechanisms._base import Mechanism, MonteCarlo, run_count, run_posterior
-from .priors import Prior, Uniform
-from .release import Release
-from .release_set import ReleaseSet
 from .table import aligned
 
-__all__ = ["Posterior", "count_candidates", "posterior"]
+__all__ = ["Posterior"]
 
 
 class Posterior:
     """Per-cell posterior distributions of the original table given a release.
+
+    Built by the labeller of :func:`riskengine.posterior` (the only place that constructs
+    one) and read-only: assigning an attribute raises, ``attrs``, ``totals`` and
+    ``mechanism_weights`` are read-only mappings and the arrays are not writeable.
 
     Attributes
     ----------
@@ -33,40 +35,77 @@ class Posterior:
         First value of each cell's window.
     probs : ndarray (float64, table shape + (W,))
         Posterior probabilities of ``start + 0 .. start + W - 1``; sums to 1 per cell.
+    dims, coords : tuple, dict
+        The release's dim names and labels.
+    published : ndarray or None
+        The published values of these cells (NaN: suppressed).
     n_candidates : int or None
         Exact number of original tables with nonzero posterior (None only where
         the route cannot count them; ``attrs["n_candidates_note"]`` says why).
     log_evidence : float
         log sum over candidates of prior weight x likelihood (prior weights as the
         prior defines them: unnormalised for ``Uniform``/``Flat``).
+    attrs : mapping
+        One vocabulary: ``method``, ``prior``, ``mechanism``, ``route``, ``route_reason``;
+        ``approximation`` (what is approximated; absent for the exact posterior, see
+        :attr:`exact`), ``converged`` (1/0, Monte Carlo routes), ``diagnostics`` (their
+        summary), ``n_candidates_note``.
+    totals : mapping
+        ``{dims kept: Posterior}`` of the totals not published exactly.
+    diagnostics : xarray.Dataset or None
+        Monte Carlo routes: R-hat, ESS and MCSE per reported number (None for exact routes).
+    chains : ndarray or None
+        Monte Carlo routes: the kept draws ``(chain, draw, *shape)``.
+    releases : tuple
+        A release set's posterior: per release, the posterior of its own cells (and totals)
+        given the whole set; empty for a single release.
+    mechanism_weights : mapping
+        A posterior over candidate mechanisms (``candidates=``): each one's posterior
+        probability; empty otherwise.
     """
 
+    __slots__ = ("start", "probs", "dims", "coords", "published", "n_candidates",
+                 "log_evidence", "attrs", "totals", "diagnostics", "chains", "releases",
+                 "mechanism_weights", "_sampler", "_frozen")
+
     def __init__(self, *, start, probs, dims, coords, published=None, n_candidates=None,
-                 log_evidence=np.nan, attrs=None, sampler=None):
-        self.start = np.asarray(start, dtype=np.int64)
-        self.probs = np.asarray(probs, dtype=float)
-        if self.probs.shape[:-1] != self.start.shape:
+                 log_evidence=np.nan, attrs=None, sampler=None, totals=None,
+                 diagnostics=None, chains=None, releases=(), mechanism_weights=None):
+        set_ = object.__setattr__
+        start = _readonly(np.asarray(start, dtype=np.int64))
+        probs = _readonly(np.asarray(probs, dtype=float))
+        if probs.shape[:-1] != start.shape:
             raise ValueError("probs must have the table shape plus a value axis")
-        self.dims = tuple(dims)
-        self.coords = {d: list(v) for d, v in coords.items()}
-        self.published = None if published is None else np.asarray(published)
-        self.n_candidates = n_candidates
-        self.log_evidence = float(log_evidence)
-        self.attrs = dict(attrs or {})
-        #: posteriors of totals that are not published exactly: {dims kept: Posterior}
-        self.totals: dict = {}
-        #: ``sampler(n, rng) -> int64 (n, *shape)``: whole-table draws (set by the route)
-        self._sampler = sampler
-        #: Monte Carlo diagnostics (R-hat, ESS, MCSE); None for exact routes
-        self.diagnostics = None
-        #: Monte Carlo routes: the kept draws ``(chain, draw, *shape)``; None for exact ones
-        self.chains = None
-        #: a release set's posterior: per release, the posterior of its own cells (and
-        #: totals) given the whole set; empty for a single release
-        self.releases: tuple = ()
-        #: a posterior over candidate mechanisms (``candidates=``): each one's posterior
-        #: probability; empty otherwise
-        self.mechanism_weights: dict = {}
+        set_(self, "start", start)
+        set_(self, "probs", probs)
+        set_(self, "dims", tuple(dims))
+        set_(self, "coords", MappingProxyType({d: list(v) for d, v in coords.items()}))
+        set_(self, "published", None if published is None else _readonly(np.asarray(published)))
+        set_(self, "n_candidates", n_candidates)
+        set_(self, "log_evidence", float(log_evidence))
+        set_(self, "attrs", MappingProxyType(dict(attrs or {})))
+        set_(self, "totals", totals if isinstance(totals, Mapping) and not isinstance(
+            totals, dict) else MappingProxyType(dict(totals or {})))
+        set_(self, "diagnostics", diagnostics)
+        set_(self, "chains", None if chains is None else _readonly(np.asarray(chains)))
+        set_(self, "releases", tuple(releases))
+        set_(self, "mechanism_weights", MappingProxyType(dict(mechanism_weights or {})))
+        #: ``sampler(n, rng) -> int64 (n, *shape)``: whole-table draws (from the route)
+        set_(self, "_sampler", sampler)
+        set_(self, "_frozen", True)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"a Posterior is read-only: cannot set {name!r} (it is built "
+                             "once by rk.posterior from the route's result)")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"a Posterior is read-only: cannot delete {name!r}")
+
+    @property
+    def exact(self) -> bool:
+        """True for the exact posterior; False when ``attrs["approximation"]`` says what is
+        approximated (Monte Carlo, an approximate likelihood)."""
+        return "approximation" not in self.attrs
 
     # --- helpers --------------------------------------------------------------------
     @property
@@ -286,199 +325,10 @@ def _count_text(n) -> str:
     return f"~1e{(n.bit_length() - 1) * math.log10(2):.1f} (exact value in memory)"
 
 
-def _prior(prior) -> Prior:
-    if prior is None:
-        return Uniform()
-    if not isinstance(prior, Prior):
-        raise TypeError(f"prior must be a riskengine prior (rk.priors.*), got {type(prior).__name__}")
-    return prior
-
-
-def _release(release) -> Release | ReleaseSet:
-    if isinstance(release, (list, tuple)) and release and all(
-            isinstance(r, Release) for r in release):
-        return ReleaseSet(release)
-    if not isinstance(release, (Release, ReleaseSet)):
-        raise TypeError(f"release must be an rk.Release or rk.ReleaseSet (several releases "
-                        f"of the same microdata), got {type(release).__name__}")
-    return release
-
-
-def posterior(release, prior: Prior | None = None, *, route: str = "auto", progress=None,
-              count: bool = True, memory=None, mcmc=None, candidates=None,
-              weights=None) -> Posterior:
-    """Exact posterior of the original table given ``release`` and ``prior``.
-
-    Parameters
-    ----------
-    release : rk.Release
-    prior : rk.priors.Prior, default ``Uniform()``
-    route : str
-        Inference route: ``"auto"`` takes the first of the mechanism's routes (fastest
-        exact first) that applies to this release and fits the memory budget, and says
-        why in ``attrs["route_reason"]``; a route name forces it (an unknown name is an
-        error listing the known ones).
-    progress : callable(done, total) or None
-        Called as work proceeds on long runs.
-    count : bool
-        Also count the candidates exactly (``n_candidates``; some routes count in the
-        same pass, others need one more).
-    memory : int, float or str, optional
-        The memory budget (bytes, or ``"8GB"``); default: half of the memory available now.
-    mcmc : rk.MonteCarlo, optional
-        Settings of the Monte Carlo route when it is the one taken (chains, warm-up,
-        draws, seed, threads or a dask ``scheduler``); default ``rk.MonteCarlo()``: 4 chains
-        x 1,000 draws after 300 warm-up sweeps, one thread per core.
-    candidates : dict or sequence of mechanisms, optional
-        When the release's parameters are withheld (a p-table's D and V, a rounding base):
-        the mechanisms it may have been made with, ``{label: mechanism}`` (a sequence is
-        labelled by the mechanisms' descriptions); the release's own mechanism is then not
-        used.  The posterior is the mixture of each candidate's exact posterior, weighted
-        by its prior probability times its evidence (how probable the published numbers
-        are under it); a candidate that cannot have produced the release weighs 0.
-        ``post.mechanism_weights`` holds the candidates' posterior probabilities.
-    weights : sequence of float, optional
-        The candidates' prior probabilities (default: equal).
-
-    Examples
-    --------
-    >>> import numpy as np, riskengine as rk
-    >>> mech = rk.CyclicPerturbation(cycles=rk.cycles.diagonal(3), alpha=0.25, beta=0.25)
-    >>> rel = rk.Release(np.array([[3, 1, 2], [2, 4, 1], [1, 2, 5]]), mechanism=mech)
-    >>> post = rk.posterior(rel, rk.priors.Uniform())
-    >>> float(post.pmf.sum("value").min()) > 0.999999
-    True
-    >>> post.attrs["route"]
-    'structured'
-    """
-    if mcmc is not None and not isinstance(mcmc, MonteCarlo):
-        raise TypeError(f"mcmc must be an rk.MonteCarlo, got {type(mcmc).__name__}")
-    if candidates is not None:
-        return _mixture(_release(release), _prior(prior), candidates, weights,
-                        route=route, progress=progress, count=count, memory=memory)
-    if weights is not None:
-        raise ValueError("weights= are the prior probabilities of candidates=; give both")
-    return run_posterior(_release(release), _prior(prior), route=route, progress=progress,
-                         count=count, memory=memory, mcmc=mcmc)
-
-
-def _mixture(release, prior, candidates, weights, **kw) -> Posterior:
-    """The posterior over the original and the mechanism (see :func:`posterior`)."""
-    if not isinstance(release, Release):
-        raise TypeError("candidates= takes one rk.Release (not a set of releases)")
-    if isinstance(candidates, dict):
-        labels, mechs = [str(k) for k in candidates], list(candidates.values())
-    else:
-        mechs = list(candidates)
-        labels = [getattr(m, "describe", lambda m=m: repr(m))() for m in mechs]
-    if not mechs:
-        raise ValueError("candidates= needs at least one mechanism")
-    if len(set(labels)) != len(labels):
-        raise ValueError(f"candidate labels must differ, got {labels}")
-    for lab, m in zip(labels, mechs):
-        if not isinstance(m, Mechanism):
-            raise TypeError(f"candidate {lab!r} is a {type(m).__name__}, not a mechanism")
-    if weights is None:
-        w = np.full(len(mechs), 1.0 / len(mechs))
-    else:
-        w = np.asarray(weights, dtype=float)
-        if w.shape != (len(mechs),) or not np.all(np.isfinite(w)) or (w < 0).any() \
-                or w.sum() <= 0:
-            raise ValueError(f"weights must be {len(mechs)} nonnegative numbers, not all 0 "
-                             f"(one per candidate), got {weights!r}")
-        w = w / w.sum()
-    posts, logs, why = [], [], {}
-    for lab, m, wk in zip(labels, mechs, w):
-        if wk == 0:
-            posts.append(None)
-            logs.append(-np.inf)
-            continue
-        try:
-            rel = Release(release.published, margins=dict(release.margins), mechanism=m,
-                          dims=release.dims, coords=release.coords, kind=release.kind,
-                          groups=release.groups or None, subtotals=release.subtotals or None)
-        except ValueError as e:              # this mechanism cannot have made the release
-            posts.append(None)
-            logs.append(-np.inf)
-            why[lab] = str(e)
-            continue
-        try:
-            post = run_posterior(rel, prior, **kw)
-        except ValueError as e:
-            if not str(e).startswith("no original table"):
-                raise
-            posts.append(None)
-            logs.append(-np.inf)
-            why[lab] = str(e)
-            continue
-        if not np.isfinite(post.log_evidence):
-            raise ValueError(f"candidate {lab!r} was answered by route "
-                             f"{post.attrs.get('route')!r}, which gives no evidence (Monte "
-                             "Carlo); the mixture over mechanisms needs each candidate's "
-                             "exact evidence")
-        posts.append(post)
-        logs.append(np.log(wk) + post.log_evidence)
-    logs = np.array(logs)
-    if not np.isfinite(logs).any():
-        detail = "; ".join(f"{k}: {v}" for k, v in why.items())
-        raise ValueError(f"no candidate mechanism can have produced this release ({detail})")
-    top = logs.max()
-    pi = np.exp(logs - top)
-    pi /= pi.sum()
-    keep = [k for k in range(len(mechs)) if pi[k] > 0]
-    parts = [posts[k] for k in keep]
-    start, probs = _mix([(p.start, p.probs) for p in parts], pi[keep])
-    routes = sorted({p.attrs.get("route", "") for p in parts})
-    approx = "; ".join(sorted({p.attrs["approximation"] for p in parts
-                               if p.attrs.get("approximation")}))
-    attrs = {"method": f"mixture over {len(mechs)} candidate mechanisms",
-             "prior": prior.describe(),
-             "mechanism": "one of: " + " | ".join(f"{lab} = {m.describe()}"
-                                                  for lab, m in zip(labels, mechs)),
-             "route": "mixture(" + ", ".join(routes) + ")",
-             "mechanism_weights": "; ".join(f"{lab}: {p:.6g}" for lab, p in zip(labels, pi)),
-             "n_candidates_note": "a mixture over mechanisms does not count candidates"}
-    if approx:
-        attrs["approximation"] = approx
-    samplers = [p._sampler for p in parts]
-
-    def sampler(n, rng):
-        counts = rng.multinomial(n, pi[keep])
-        out = np.concatenate([np.asarray(s(int(c), rng)) for s, c in zip(samplers, counts)
-                              if c > 0])
-        return out[rng.permutation(n)]
-
-    post = Posterior(start=start, probs=probs, dims=release.dims, coords=release.coords,
-                     published=release.published,
-                     log_evidence=float(top + np.log(np.exp(logs - top).sum())), attrs=attrs,
-                     sampler=sampler if all(s is not None for s in samplers) else None)
-    for keep_dims in set.intersection(*[set(p.totals) for p in parts]) if parts else ():
-        tot = [p.totals[keep_dims] for p in parts]
-        s0, p0 = _mix([(t.start, t.probs) for t in tot], pi[keep])
-        post.totals[keep_dims] = Posterior(start=s0, probs=p0, dims=tot[0].dims,
-                                           coords=tot[0].coords, published=tot[0].published,
-                                           attrs=dict(tot[0].attrs))
-    post.mechanism_weights = dict(zip(labels, (float(p) for p in pi)))
-    return post
-
-
-def _mix(windows, pis):
-    """The mixture ``sum_k pis[k] * windows[k]`` of per-cell windows ``(start, probs)``."""
-    start = np.min([s for s, _ in windows], axis=0)
-    end = np.max([s + p.shape[-1] for s, p in windows], axis=0)
-    W = int((end - start).max())
-    probs = np.zeros(start.shape + (W,))
-    grid = np.indices(start.shape)
-    for (s, p), pk in zip(windows, pis):
-        off = s - start
-        for j in range(p.shape[-1]):
-            probs[(*grid, off + j)] += pk * p[..., j]
-    return start, probs
-
-
-def count_candidates(release, prior: Prior | None = None, *, route: str = "auto",
-                     memory=None) -> int:
-    """Exact number of original tables consistent with ``release`` (nonzero posterior
-    under ``prior``; default: every nonnegative table); ``route`` and ``memory`` as for
-    :func:`posterior`."""
-    return run_count(_release(release), _prior(prior), route=route, memory=memory)
+def _readonly(a: np.ndarray) -> np.ndarray:
+    if a.flags.writeable and a.flags.owndata:
+        a.flags.writeable = False
+    elif a.flags.writeable:          # a view of someone's array: keep theirs writeable
+        a = a.copy()
+        a.flags.writeable = False
+    return a

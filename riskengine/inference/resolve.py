@@ -1,0 +1,337 @@
+"""The one resolver: ``rk.posterior`` and ``rk.count_candidates``.
+
+Every request runs the same path: the release and prior are checked, one
+:class:`~riskengine.protocol.Plan` is made for the call (budget, Monte Carlo settings,
+the mechanism's plain inputs, a place for what routes prepare), the route is resolved
+(:func:`select_route`: ``auto`` = the first exact route within the memory and time
+budget, then Monte Carlo; a named route must exist, apply and fit), the route runs on the
+plan and returns a frozen :class:`~riskengine.protocol.RouteResult`, and the labeller
+(:mod:`._label`) builds the read-only ``Posterior`` once.  A mixture over candidate
+mechanisms (``candidates=``) resolves each candidate the same way and mixes their
+results before the one labelling step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _budget
+from ..priors import Prior, Uniform
+from ..protocol import Mechanism, MonteCarlo, Plan, RouteResult
+from ..release import Release
+from ..release_set import ReleaseSet
+from . import _label
+
+__all__ = ["count_candidates", "plan", "posterior", "route_for", "select_route"]
+
+
+def _prior(prior) -> Prior:
+    if prior is None:
+        return Uniform()
+    if not isinstance(prior, Prior):
+        raise TypeError(f"prior must be a riskengine prior (rk.priors.*), got {type(prior).__name__}")
+    return prior
+
+
+def _release(release) -> Release | ReleaseSet:
+    if isinstance(release, (list, tuple)) and release and all(
+            isinstance(r, Release) for r in release):
+        return ReleaseSet(release)
+    if not isinstance(release, (Release, ReleaseSet)):
+        raise TypeError(f"release must be an rk.Release or rk.ReleaseSet (several releases "
+                        f"of the same microdata), got {type(release).__name__}")
+    return release
+
+
+def plan(release, prior=None, *, memory=None, progress=None, mcmc=None) -> Plan:
+    """The :class:`~riskengine.protocol.Plan` of one call on ``release`` under ``prior``
+    (checked as :func:`posterior` checks them)."""
+    return Plan(_release(release), _prior(prior), memory=_budget.budget(memory),
+                progress=progress, mcmc=mcmc)
+
+
+def select_route(plan: Plan, route: str = "auto", what: str = "posterior"):
+    """``(route, reason)``: the route that answers ``plan.release`` under ``plan.prior``.
+
+    ``route="auto"``: the first of the mechanism's routes that applies and whose estimate
+    fits the budget (``plan.memory``) and is not too long; ``reason`` says why the routes
+    before it were passed over.  ``"mcmc"``: the mechanism's Monte Carlo route.  A named
+    route is checked the same way and refused with the reason.  ``what``:
+    ``"posterior"``, ``"posterior+count"`` or ``"count"``.
+    """
+    mech = plan.release.mechanism
+    routes = tuple(mech.routes)
+    if what == "count":
+        routes = tuple(r for r in routes if r.counts)
+    if not routes:
+        raise ValueError(f"{mech.describe()} releases have no inference route"
+                         f"{' that counts candidates' if what == 'count' and mech.routes else ''}"
+                         f": {mech.no_route}")
+    kind = "count" if what == "count" else "posterior"
+    names = [r.name for r in routes]
+    if not isinstance(route, str):
+        raise TypeError(f"route must be a str, got {type(route).__name__}")
+    if route == "mcmc":                       # whichever Monte Carlo route the mechanism has
+        mc = [r.name for r in routes if not r.exact]
+        if not mc:
+            raise ValueError(f"{mech.name} releases have no Monte Carlo route; routes: "
+                             f"{', '.join(['auto'] + names)}")
+        route = mc[0]
+    if route != "auto" and route not in names:
+        raise ValueError(f"unknown route {route!r} for {mech.name} releases; known: "
+                         f"{', '.join(['auto'] + names)}")
+    limit = plan.memory
+    skipped = []
+    for r in routes:
+        if route not in ("auto", r.name):
+            continue
+        why = r.applies(plan)
+        if why is None:
+            cost = r.estimate(plan, what)
+            if cost.too_long and route == "auto":
+                skipped.append((r.name, cost.too_long + (
+                    f"; route={r.name!r} runs it to the end" if r.name else "")))
+                continue
+            if cost.memory <= limit:
+                reason = ("requested" if route != "auto" else
+                          "first route that applies within the memory budget"
+                          if not skipped else "; ".join(f"{n}: {w}" for n, w in skipped))
+                return r, reason
+            why = (f"needs {_budget.fmt_bytes(cost.memory)} ({cost.detail}), more than the "
+                   f"memory budget of {_budget.fmt_bytes(limit)}")
+        if route != "auto":
+            alts = [o.name for o in routes if o is not r and o.applies(plan) is None]
+            hint = (f"; routes that apply: {', '.join(alts)}" if alts else "")
+            raise ValueError(f"route {r.name!r} cannot answer this release: {why}{hint}"
+                             + ("; raise memory= if the machine has more"
+                                if "memory budget" in why else ""))
+        skipped.append((r.name, why))
+    reasons = {}
+    for name, why in skipped:                 # routes passed over for one reason: once
+        reasons.setdefault(why, []).append(name)
+    text = "; ".join(f"{', '.join(names)}: {why}" for why, names in reasons.items())
+    raise ValueError(f"no {kind} route fits this {mech.name} release: {text}"
+                     + ("; raise memory= if the machine has more"
+                        if any("memory budget" in w for w in reasons) else ""))
+
+
+def route_for(release, prior=None, route: str = "auto", memory=None,
+              what: str = "posterior"):
+    """``(route, reason)``: the route :func:`posterior` (or, with ``what="count"``,
+    :func:`count_candidates`) would take for ``release`` under ``prior``, without running
+    it."""
+    return select_route(plan(release, prior, memory=memory), route, what)
+
+
+def _run(p: Plan, route: str, count: bool):
+    """Resolve and run: ``(route, reason, RouteResult)``."""
+    r, reason = select_route(p, route, "posterior+count" if count else "posterior")
+    if p.mcmc is not None and not r.exact:
+        r = r.with_settings(p.mcmc)           # a per-call copy: the shared route is untouched
+    res = r.run(p, count=count)
+    if not isinstance(res, RouteResult):
+        raise TypeError(f"internal error: route {r.name!r} returned {type(res).__name__}, "
+                        "not a RouteResult")
+    return r, reason, res
+
+
+def posterior(release, prior: Prior | None = None, *, route: str = "auto", progress=None,
+              count: bool = True, memory=None, mcmc=None, candidates=None, weights=None):
+    """Exact posterior of the original table given ``release`` and ``prior``.
+
+    Parameters
+    ----------
+    release : rk.Release or rk.ReleaseSet
+        What was published and how (a list of releases is read as a ``ReleaseSet``).
+    prior : rk.priors.Prior, default ``Uniform()``
+        The intruder's or user's prior over original tables.
+    route : str
+        Inference route: ``"auto"`` takes the first of the mechanism's routes (fastest
+        exact first) that applies to this release and fits the memory and time budget,
+        and says why in ``attrs["route_reason"]``; ``"mcmc"`` the Monte Carlo route; a
+        route name forces it (an unknown name is an error listing the known ones).
+    progress : callable(done, total) or None
+        Called as work proceeds on long runs.
+    count : bool
+        Also count the candidates exactly (``n_candidates``; some routes count in the
+        same pass, others need one more).
+    memory : int, float or str, optional
+        The memory budget (bytes, or ``"8GB"``); default: half of the memory available now.
+    mcmc : rk.MonteCarlo, optional
+        Settings of the Monte Carlo route when it is the one taken (chains, warm-up,
+        draws, seed, threads or a dask ``scheduler``); default ``rk.MonteCarlo()``: 4 chains
+        x 1,000 draws after 300 warm-up sweeps, one thread per core.
+    candidates : dict or sequence of mechanisms, optional
+        When the release's parameters are withheld (a p-table's D and V, a rounding base):
+        the mechanisms it may have been made with, ``{label: mechanism}`` (a sequence is
+        labelled by the mechanisms' descriptions); the release's own mechanism is then not
+        used.  The posterior is the mixture of each candidate's exact posterior, weighted
+        by its prior probability times its evidence (how probable the published numbers
+        are under it); a candidate that cannot have produced the release weighs 0.
+        ``post.mechanism_weights`` holds the candidates' posterior probabilities.
+    weights : sequence of float, optional
+        The candidates' prior probabilities (default: equal).
+
+    Returns
+    -------
+    rk.Posterior
+        Read-only; ``attrs["route"]`` and ``attrs["route_reason"]`` say which route
+        answered and why, ``attrs["approximation"]`` what is approximated (absent when
+        the posterior is exact).
+
+    Examples
+    --------
+    >>> import numpy as np, riskengine as rk
+    >>> mech = rk.CyclicPerturbation(cycles=rk.cycles.diagonal(3), alpha=0.25, beta=0.25)
+    >>> rel = rk.Release(np.array([[3, 1, 2], [2, 4, 1], [1, 2, 5]]), mechanism=mech)
+    >>> post = rk.posterior(rel, rk.priors.Uniform())
+    >>> float(post.pmf.sum("value").min()) > 0.999999
+    True
+    >>> post.attrs["route"]
+    'structured'
+    """
+    if mcmc is not None and not isinstance(mcmc, MonteCarlo):
+        raise TypeError(f"mcmc must be an rk.MonteCarlo, got {type(mcmc).__name__}")
+    release, prior = _release(release), _prior(prior)
+    if candidates is not None:
+        return _mixture(release, prior, candidates, weights, route=route, progress=progress,
+                        count=count, memory=memory, mcmc=mcmc)
+    if weights is not None:
+        raise ValueError("weights= are the prior probabilities of candidates=; give both")
+    p = Plan(release, prior, memory=_budget.budget(memory), progress=progress, mcmc=mcmc)
+    r, reason, res = _run(p, route, count)
+    return _label.label(release, prior, res, route=r.name, reason=reason)
+
+
+def count_candidates(release, prior: Prior | None = None, *, route: str = "auto",
+                     memory=None, progress=None) -> int:
+    """Exact number of original tables consistent with ``release``.
+
+    Parameters
+    ----------
+    release : rk.Release or rk.ReleaseSet
+    prior : rk.priors.Prior, optional
+        Only tables of positive prior weight count (default: every nonnegative table).
+    route, memory, progress
+        As for :func:`posterior` (``route`` among the routes that count).
+
+    Returns
+    -------
+    int
+        Exact (a Python int: counts beyond int64 are common).  A release no table can
+        have produced is a ``ValueError``, as for :func:`posterior`.
+    """
+    p = plan(release, prior, memory=memory, progress=progress)
+    r, _ = select_route(p, route, "count")
+    n = r.count(p)
+    if n == 0:   # the same answer as the posterior's, whichever route counted
+        raise ValueError(f"no original table is consistent with this "
+                         f"{p.release.mechanism.name} release under this prior")
+    return n
+
+
+def _mixture(release, prior, candidates, weights, *, route, progress, count, memory, mcmc):
+    """The posterior over the original and the mechanism (see :func:`posterior`): each
+    candidate resolved and run as a release of its own, the results mixed by prior
+    probability x evidence, labelled once."""
+    if not isinstance(release, Release):
+        raise TypeError("candidates= takes one rk.Release (not a set of releases)")
+    if isinstance(candidates, dict):
+        labels, mechs = [str(k) for k in candidates], list(candidates.values())
+    else:
+        mechs = list(candidates)
+        labels = [getattr(m, "describe", lambda m=m: repr(m))() for m in mechs]
+    if not mechs:
+        raise ValueError("candidates= needs at least one mechanism")
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"candidate labels must differ, got {labels}")
+    for lab, m in zip(labels, mechs):
+        if not isinstance(m, Mechanism):
+            raise TypeError(f"candidate {lab!r} is a {type(m).__name__}, not a mechanism")
+    if weights is None:
+        w = np.full(len(mechs), 1.0 / len(mechs))
+    else:
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (len(mechs),) or not np.all(np.isfinite(w)) or (w < 0).any() \
+                or w.sum() <= 0:
+            raise ValueError(f"weights must be {len(mechs)} nonnegative numbers, not all 0 "
+                             f"(one per candidate), got {weights!r}")
+        w = w / w.sum()
+    results, routes, logs, why = [], [], [], {}
+    for lab, m, wk in zip(labels, mechs, w):
+        results.append(None)
+        routes.append(None)
+        logs.append(-np.inf)
+        if wk == 0:
+            continue
+        try:
+            rel = Release(release.published, margins=dict(release.margins), mechanism=m,
+                          dims=release.dims, coords=release.coords, kind=release.kind,
+                          groups=release.groups or None, subtotals=release.subtotals or None)
+        except ValueError as e:              # this mechanism cannot have made the release
+            why[lab] = str(e)
+            continue
+        p = Plan(rel, prior, memory=_budget.budget(memory), progress=progress, mcmc=mcmc)
+        try:
+            r, _, res = _run(p, route, count)
+        except ValueError as e:
+            if not str(e).startswith("no original table"):
+                raise
+            why[lab] = str(e)
+            continue
+        if not np.isfinite(res.log_evidence):
+            raise ValueError(f"candidate {lab!r} was answered by route {r.name!r}, which "
+                             "gives no evidence (Monte Carlo); the mixture over mechanisms "
+                             "needs each candidate's exact evidence")
+        results[-1], routes[-1] = (rel, res), r.name
+        logs[-1] = np.log(wk) + res.log_evidence
+    logs = np.array(logs)
+    if not np.isfinite(logs).any():
+        detail = "; ".join(f"{k}: {v}" for k, v in why.items())
+        raise ValueError(f"no candidate mechanism can have produced this release ({detail})")
+    top = logs.max()
+    pi = np.exp(logs - top)
+    pi /= pi.sum()
+    keep = [k for k in range(len(mechs)) if pi[k] > 0]
+    parts = [results[k] for k in keep]
+    start, probs = _mix([(res.start, res.probs) for _, res in parts], pi[keep])
+    approx = "; ".join(sorted({res.approximation for _, res in parts if res.approximation}))
+    samplers = [res.sampler for _, res in parts]
+
+    def sampler(n, rng):
+        counts = rng.multinomial(n, pi[keep])
+        out = np.concatenate([np.asarray(s(int(c), rng)) for s, c in zip(samplers, counts)
+                              if c > 0])
+        return out[rng.permutation(n)]
+
+    totals = {}
+    for keep_dims in set.intersection(*[set(_label.totals_of(rel, res)) for rel, res in parts]):
+        tot = [_label.totals_of(rel, res)[keep_dims]() for rel, res in parts]
+        totals[keep_dims] = _mix(tot, pi[keep])
+    mixed = RouteResult(
+        start=start, probs=probs, log_evidence=float(top + np.log(np.exp(logs - top).sum())),
+        totals=totals, approximation=approx,
+        sampler=sampler if all(s is not None for s in samplers) else None,
+        method=f"mixture over {len(mechs)} candidate mechanisms",
+        notes={"mechanism": "one of: " + " | ".join(f"{lab} = {m.describe()}"
+                                                    for lab, m in zip(labels, mechs)),
+               "mechanism_weights": "; ".join(f"{lab}: {p:.6g}" for lab, p in zip(labels, pi)),
+               "n_candidates_note": "a mixture over mechanisms does not count candidates"},
+        mechanism_weights=dict(zip(labels, (float(p) for p in pi))))
+    used = sorted({routes[k] for k in keep})
+    return _label.label(release, prior, mixed, route="mixture(" + ", ".join(used) + ")",
+                        reason="candidates= given: each candidate's own route")
+
+
+def _mix(windows, pis):
+    """The mixture ``sum_k pis[k] * windows[k]`` of per-cell windows ``(start, probs)``."""
+    start = np.min([s for s, _ in windows], axis=0)
+    end = np.max([s + p.shape[-1] for s, p in windows], axis=0)
+    W = int((end - start).max())
+    probs = np.zeros(start.shape + (W,))
+    grid = np.indices(start.shape)
+    for (s, p), pk in zip(windows, pis):
+        off = s - start
+        for j in range(p.shape[-1]):
+            probs[(*grid, off + j)] += pk * p[..., j]
+    return start, probs

@@ -218,14 +218,30 @@ def _at(a, src):
     return a[src] if src else np.asarray(a)
 
 
-def forward(p: Plan, check=None):
+def run(steps):
+    """Run a stepwise computation (:func:`forward_steps`, :func:`marginals_steps`) to its
+    end and return its result; a caller that reports progress iterates it instead (each
+    step yields the number of steps done): no callback into the caller."""
+    try:
+        while True:
+            next(steps)
+    except StopIteration as end:
+        return end.value
+
+
+def forward(p: Plan):
     """Log forward messages (``alphas[t]``: the state before variable t) and the log
-    normaliser; ``check()`` runs between steps (e.g. to stop on Ctrl-C)."""
+    normaliser."""
+    return run(forward_steps(p))
+
+
+def forward_steps(p: Plan):
+    """:func:`forward` step by step: yields the steps done (one per variable), returns
+    ``(alphas, log_z)``."""
     alpha = np.zeros(())
     alphas = []
     for t in range(len(p.vlo)):
-        if check is not None:
-            check()
+        yield t
         alphas.append(alpha)
         moves, e_axes, e_off, e_size = _moves(p, t)
         ext = np.full(tuple(e_size), -np.inf)
@@ -246,11 +262,17 @@ def _normalised(logp, log_z):
     return q / s
 
 
-def marginals(p: Plan, check=None):
+def marginals(p: Plan):
     """``(log_z, var_probs, factor_probs, alphas)``: per variable t its probabilities over
     ``p.vlo[t] .. p.vhi[t]``; per factor ``{e: (first value, probabilities)}`` of its sum;
     the forward messages (for :func:`sample`)."""
-    alphas, log_z = forward(p, check)
+    return run(marginals_steps(p))
+
+
+def marginals_steps(p: Plan):
+    """:func:`marginals` step by step: yields the steps done (``2 N``: forward, then
+    backward), returns its result."""
+    alphas, log_z = yield from forward_steps(p)
     if not np.isfinite(log_z):
         raise ValueError("no table has positive weight")
     N = len(p.vlo)
@@ -258,8 +280,7 @@ def marginals(p: Plan, check=None):
     fac = {}
     beta = np.zeros(())
     for t in range(N - 1, -1, -1):
-        if check is not None:
-            check()
+        yield 2 * N - 1 - t
         moves, e_axes, e_off, e_size = _moves(p, t)
         cw = _closing_weights(p, t, e_axes, e_off, e_size)
         shape = [1 if e in p.closes[t] else s for e, s in zip(e_axes, e_size)]

@@ -213,15 +213,16 @@ class LinkedDP(Route):
             raise ValueError(f"the linked route needs {model.memory() / 2**30:.3g} GiB, more "
                              f"than the memory budget of {memory / 2**30:.3g} GiB")
         p = model.plan
-        steps = len(p.vlo)
-        done = [0]
-
-        def check():
-            done[0] += 1
-            if progress is not None:
-                progress(min(done[0], 2 * steps), 2 * steps)
-
-        log_z, var_probs, fac, alphas = sc.marginals(p, check)
+        steps = sc.marginals_steps(p)
+        if progress is None:
+            log_z, var_probs, fac, alphas = sc.run(steps)
+        else:                              # report each step (and stop there on Ctrl-C)
+            total = 2 * len(p.vlo)
+            try:
+                while True:
+                    progress(min(next(steps) + 1, total), total)
+            except StopIteration as end:
+                log_z, var_probs, fac, alphas = end.value
         if model.truncated:
             _check_edges(model, var_probs, fac)
         rset = release

@@ -34,7 +34,8 @@ def test_finest_table_from_labels_groups_and_missing_dims():
 
 
 @pytest.mark.parametrize("mech", [rk.CellKey(D=2, V=1.0), rk.RandomRounding(3),
-                                  rk.NoisyCounts("geometric", scale=1.0)])
+                                  pytest.param(rk.NoisyCounts("geometric", scale=1.0),
+                                               marks=pytest.mark.slow)])
 def test_a_set_of_one_is_the_release(mech):
     t = rk.Table(np.array([[4, 1, 3], [2, 6, 0]]), dims=("r", "c"))
     rel = mech.protect(t, np.random.default_rng(3))

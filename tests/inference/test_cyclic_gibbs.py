@@ -20,7 +20,8 @@ CASES = [(design, rule, k) for design in ("staircase", "diagonal")
 
 
 @pytest.mark.parametrize("design, rule, k", CASES)
-@pytest.mark.parametrize("prior", [rk.priors.Uniform(), rk.priors.Poisson(2.0)],
+@pytest.mark.parametrize("prior", [rk.priors.Uniform(),
+                                   pytest.param(rk.priors.Poisson(2.0), marks=pytest.mark.slow)],
                          ids=["uniform", "poisson"])
 def test_cyclic_gibbs_agrees_with_the_exact_route(design, rule, k, prior):
     rng = np.random.default_rng(hash((design, rule, k)) % 2**32)
@@ -42,6 +43,7 @@ def test_cyclic_gibbs_agrees_with_the_exact_route(design, rule, k, prior):
     assert (d >= 0).all()
 
 
+@pytest.mark.slow
 def test_auto_takes_gibbs_when_no_exact_route_fits():
     """Every 2 x 2 elementary move of a 5 x 5 table (100 cycles, each meeting many others):
     the clique tree is too wide and 3^100 sign vectors too many; the Monte Carlo route

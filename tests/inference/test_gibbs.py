@@ -56,8 +56,12 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("name, protect, shape, lam", CASES, ids=[c[0] for c in CASES])
-@pytest.mark.parametrize("prior", [rk.priors.Uniform(), rk.priors.Poisson(4.0)],
+@pytest.mark.parametrize("name, protect, shape, lam",
+                         [c if c[0] == "margins 4x3" or c[0].startswith("noise")
+                          else pytest.param(*c, marks=pytest.mark.slow) for c in CASES],
+                         ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("prior", [rk.priors.Uniform(),
+                                   pytest.param(rk.priors.Poisson(4.0), marks=pytest.mark.slow)],
                          ids=["uniform", "poisson"])
 def test_gibbs_agrees_with_the_exact_posterior(name, protect, shape, lam, prior):
     rng = np.random.default_rng(zlib.crc32(name.encode()))
@@ -92,6 +96,7 @@ def _margins_candidates(rows, cols):
     return set(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("T", [
     [[1, 2], [2, 0], [0, 1], [1, 1]],
     [[1, 0, 2], [0, 1, 1], [2, 1, 0], [1, 1, 0]],
@@ -109,6 +114,7 @@ def test_the_chain_reaches_every_candidate(T):
     assert len(want) == rk.count_candidates(rel, route="dp")
 
 
+@pytest.mark.slow
 def test_the_chain_moves_rounded_totals():
     """Moves that keep the margins cannot leave a margin: under controlled rounding the
     totals are free within their windows and the chain must visit several of them; the
@@ -167,6 +173,7 @@ def test_too_few_draws_warn_and_say_so():
     assert post.attrs["converged"] == 0
 
 
+@pytest.mark.slow
 def test_auto_takes_gibbs_beyond_the_exact_frontier_and_draws_from_it():
     """5 x 5 margins only: the DP needs ~0.8 GB; under a 60 MB budget the resolver
     passes it over (saying why) and the Monte Carlo route answers."""
@@ -202,6 +209,7 @@ def test_gibbs_refuses_what_it_does_not_cover():
         rk.posterior(rel, route="gibbs")
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::riskengine.inference.gibbs.ConvergenceWarning")
 def test_cli_shows_the_diagnostics_and_strict_refuses(tmp_path, capsys, monkeypatch):
     from riskengine.cli import main
@@ -299,6 +307,7 @@ def test_same_seed_same_draws_whatever_the_threads(shape):
         np.testing.assert_array_equal(runs[0].chains, other.chains)
 
 
+@pytest.mark.slow
 def test_monte_carlo_settings_reach_the_route_and_are_checked():
     """rk.posterior(..., mcmc=rk.MonteCarlo(...)) sets chains, draws and seed of the Monte
     Carlo route it takes (and leaves exact routes alone); bad settings are refused."""
@@ -321,6 +330,7 @@ def test_monte_carlo_settings_reach_the_route_and_are_checked():
         rk.posterior(rel, mcmc={"draws": 10})
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::riskengine.inference.gibbs.ConvergenceWarning")
 def test_dask_scheduler_gives_the_same_draws():
     """The chains as tasks on a local dask cluster: the same draws for the seed."""

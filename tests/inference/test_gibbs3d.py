@@ -56,8 +56,12 @@ CASES = [  # name, protect, shape, cell mean
 ]
 
 
-@pytest.mark.parametrize("name, protect, shape, lam", CASES, ids=[c[0] for c in CASES])
-@pytest.mark.parametrize("prior", [rk.priors.Uniform(), rk.priors.Poisson(3.0)],
+@pytest.mark.parametrize("name, protect, shape, lam",
+                         [c if "mean" not in c[0] and not c[0].startswith("rounding")
+                          else pytest.param(*c, marks=pytest.mark.slow) for c in CASES],
+                         ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("prior", [rk.priors.Uniform(),
+                                   pytest.param(rk.priors.Poisson(3.0), marks=pytest.mark.slow)],
                          ids=["uniform", "poisson"])
 def test_gibbs_3d_agrees_with_exact_enumeration(name, protect, shape, lam, prior):
     rng = np.random.default_rng(zlib.crc32(name.encode()))
@@ -140,6 +144,7 @@ def test_a_reducible_move_set_is_caught():
     assert diag.attrs["max_rhat"] <= 1.01
 
 
+@pytest.mark.slow
 def test_rounded_totals_move():
     """Under controlled rounding the 2-way totals are windows: the chain's single-cell
     moves must visit several values of them, with the exact posterior's frequencies."""
@@ -169,6 +174,7 @@ def test_same_release_same_answer():
     assert a.diagnostics["rhat"].dims == DIMS
 
 
+@pytest.mark.slow
 def test_auto_takes_gibbs_when_the_enumeration_is_too_long():
     """A 4 x 3 x 3 margins-only table with cells about 4: the enumerator gives up after its
     probe (the issue's 25-minute run), the resolver says so and the Monte Carlo route

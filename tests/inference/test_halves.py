@@ -31,7 +31,8 @@ def test_de_loera_sturmfels_count():
         1_225_914_276_768_514
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", [seed if seed < 4 else pytest.param(seed, marks=pytest.mark.slow)
+                                  for seed in range(60)])
 def test_halves_against_reference(seed):
     rng = np.random.default_rng(seed)
     r, m = int(rng.integers(3, 5)), int(rng.integers(2, 5))
@@ -88,7 +89,8 @@ def test_dp_picks_the_cheaper_orientation(shape):
         assert dp.states(chosen[1])[1] <= max(dp.states(p[1])[1] for p in plans)
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", [seed if seed < 10 else pytest.param(seed, marks=pytest.mark.slow)
+                                  for seed in range(40)])
 def test_half_split_posterior_against_brute_force(seed):
     """Uniform (and flat-with-bounds) posteriors of 3- and 4-row tables by the half-split
     route equal the brute force over every table (tests/reference/numerics.py enumerates

@@ -177,12 +177,14 @@ def _check(seed, kind, prior_kind):
     return post
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", [seed if seed < 10 else pytest.param(seed, marks=pytest.mark.slow)
+                                  for seed in range(40)])
 @pytest.mark.parametrize("kind", ["cellkey", "rounding", "noise"])
 def test_sets_equal_the_definitions(seed, kind):
     _check(1000 * seed + 7, kind, "flat" if kind == "noise" or seed % 2 else "poisson")
 
 
+@pytest.mark.slow
 def test_exact_draws_follow_the_posterior():
     post = None
     for seed in range(20):
@@ -249,7 +251,7 @@ def test_random_rounding_repeats_average_away():
 
 
 @pytest.mark.parametrize("kind", ["cellkey", "rounding"])
-@pytest.mark.parametrize("scale", [300, 40_000])
+@pytest.mark.parametrize("scale", [300, pytest.param(40_000, marks=pytest.mark.slow)])
 def test_realistic_counts(kind, scale):
     """A region of hundreds (and of tens of thousands) and its two parts: every original
     within the mechanism's reach, brute force over the two free cells."""

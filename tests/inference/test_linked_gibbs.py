@@ -21,7 +21,8 @@ MC = rk.MonteCarlo(chains=4, warmup=200, draws=1000)
 GROUPS = {"r": {"G": ["r0", "r1"]}}
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", [seed if seed < 2 else pytest.param(seed, marks=pytest.mark.slow)
+                                  for seed in range(8)])
 @pytest.mark.parametrize("kind", ["cellkey", "rounding", "noise"])
 def test_monte_carlo_agrees_with_the_exact_route(seed, kind):
     _, _, releases, _, _, _ = _case(5000 + seed, kind)
@@ -54,6 +55,7 @@ def test_same_seed_same_draws_and_auto_takes_exact_when_it_fits():
     assert rk.posterior(rset, rk.priors.Poisson(2.0)).attrs["route"] == "linked-dp"
 
 
+@pytest.mark.slow
 def test_an_ordinary_agency_table_with_a_region_split_goes_to_monte_carlo():
     """8 regions x 6 age groups (700 records), region R7 also published as R7a + R7b, cell
     key from the records: far beyond the exact route (its estimate says why), answered by
@@ -84,7 +86,7 @@ def test_an_ordinary_agency_table_with_a_region_split_goes_to_monte_carlo():
         assert all(ok), (e, np.unique(sums))
 
 
-@pytest.mark.parametrize("scale", [300, 40_000])
+@pytest.mark.parametrize("scale", [300, pytest.param(40_000, marks=pytest.mark.slow)])
 def test_monte_carlo_at_realistic_counts(scale):
     """A region of hundreds (tens of thousands) published whole and in two parts, cell
     key and random rounding together in one set: the chains agree with the exact route."""

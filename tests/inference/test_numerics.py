@@ -113,6 +113,7 @@ def _cases(seed):
     return [np.random.default_rng(rng.integers(2 ** 63)) for _ in range(N_CASES)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", range(4))
 def test_margins_only(part):
     for i, rng in enumerate(_cases(100 + part)[: N_CASES // 4]):
@@ -131,6 +132,7 @@ def test_margins_only(part):
         check(rel, prior, cand, ref.log_prior(spec, cand), f"margins {T0.tolist()} {spec}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", range(4))
 def test_controlled_rounding(part):
     for rng in _cases(200 + part)[: N_CASES // 4]:
@@ -158,6 +160,7 @@ def test_controlled_rounding(part):
         check(rel, prior, cand, logw, f"rounding B={B} {lik} {T0.tolist()} {spec}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", range(4))
 def test_cell_suppression(part):
     for rng in _cases(300 + part)[: N_CASES // 4]:
@@ -176,7 +179,8 @@ def test_cell_suppression(part):
         check(rel, prior, cand, ref.log_prior(spec, cand), f"suppression {T0.tolist()} {spec}")
 
 
-@pytest.mark.parametrize("part", range(4))
+@pytest.mark.parametrize("part", [part if part < 1 else pytest.param(part, marks=pytest.mark.slow)
+                                  for part in range(4)])
 def test_cyclic(part):
     for i, rng in enumerate(_cases(400 + part)[: N_CASES // 4]):
         if i % 2:
@@ -217,6 +221,7 @@ def _cells_reference(rel, spec, loglik):
     return out, logz, n
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["bootstrap", "binomial"])
 def test_resampling_cells(kind):
     for i, rng in enumerate(_cases(500 + (kind == "binomial"))):
@@ -257,6 +262,7 @@ def test_resampling_cells(kind):
             assert abs(got.sum() - 1) <= 1e-9, (note, idx)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", range(4))
 def test_random_rounding(part):
     """Random (unrestricted) rounding: every cell and total rounded on its own, so the
@@ -307,6 +313,7 @@ def _noise_box(rng, rel, T0, noise, reach):
     pytest.fail("no prior near the published values in 50 draws")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", range(4))
 def test_noisy_counts(part):
     """Noisy counts on 1 x 2 and 2 x 1 tables (cell means 1 to 1e5): every prior kind, both

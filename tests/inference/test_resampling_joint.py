@@ -232,7 +232,8 @@ def _case(rng, kind):
 
 
 @pytest.mark.parametrize("kind", ["bootstrap", "binomial"])
-@pytest.mark.parametrize("part", range(4))
+@pytest.mark.parametrize("part", [part if part < 1 else pytest.param(part, marks=pytest.mark.slow)
+                                  for part in range(4)])
 def test_joint_posterior_against_brute_force(kind, part):
     """30 random cases per part and mechanism (240 in all): the joint route (taken by
     route="auto") equals the brute-force posterior: cells and unpublished totals (rtol
@@ -275,6 +276,7 @@ def _gof(mech, x, draws, rng, dims=DIMS):
     return stats.chi2.sf(chi2, len(o) - 1), prob.sum()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mech, x", [
     (rk.Bootstrap(1, 1.5), np.array([[2, 1], [0, 3]])),
     (rk.Bootstrap(3, 2.0), np.array([[1, 2, 1], [3, 0, 2]])),

@@ -51,7 +51,8 @@ def _prior(rng):
 # --- the chain's likelihood is the exact joint likelihood ---------------------------------
 @pytest.mark.parametrize("mech, shape, lam", [
     (rk.Bootstrap(3, 2.0), (2, 3), 4.0), (rk.Bootstrap(1, 1.5), (3, 3), 2.0),
-    (rk.Bootstrap(2, 1.5), (8, 6), 15.0), (rk.Bootstrap(5, 3.0), (4, 4), 40.0),
+    (rk.Bootstrap(2, 1.5), (8, 6), 15.0),
+    pytest.param(rk.Bootstrap(5, 3.0), (4, 4), 40.0, marks=pytest.mark.slow),
     (rk.BinomialPerturbation(2.0), (2, 3), 4.0),
     (rk.BinomialPerturbation(1.5, preserve="rows"), (3, 4), 5.0),
     (rk.BinomialPerturbation(2.0), (8, 6), 15.0),
@@ -96,6 +97,7 @@ def _small_case(kind, rng):
     return rk.Table(T, dims=DIMS), mech.protect(rk.Table(T, dims=DIMS), rng)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["bootstrap", "binomial"])
 def test_mcmc_agrees_with_the_joint_route_on_random_tables(kind):
     """30 random small tables per mechanism where the joint route runs (2 x 2 to 3 x 2,
@@ -129,6 +131,7 @@ def test_mcmc_agrees_with_the_joint_route_on_random_tables(kind):
     assert inside / pairs >= 0.99, inside / pairs
 
 
+@pytest.mark.slow
 def test_realistic_counts_against_the_joint_route():
     """n in the hundreds with two free cells (a 1 x 3 table: the joint route enumerates a
     few hundred candidates): the chain agrees with the exact joint posterior."""
@@ -167,6 +170,7 @@ def _connected(X: np.ndarray) -> bool:
     return len(seen) == len(X)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["bootstrap", "binomial"])
 def test_the_candidate_sets_are_connected_by_pair_moves(kind):
     """The joint route's enumeration of every candidate (positive prior x likelihood) on

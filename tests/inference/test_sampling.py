@@ -674,7 +674,13 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", [n if n in (  # one case per route family
+    "dp/margins 2x3 uniform", "dp/controlled 3x2 B2 unbiased poisson",
+    "dp/suppression 3x3 poisson", "dp/random rounding 2x3 B2 uniform",
+    "dp/noise 2x2 discrete gaussian clipped", "halves/3x3 uniform",
+    "grouped/3x3 margins, groups along v", "3d/controlled rounding 2x2x2 B2",
+    "cells/bootstrap 2x3 uniform", "structured/diagonal 3x3 poisson",
+) else pytest.param(n, marks=pytest.mark.slow) for n in CASES])
 def test_draws_match_the_exact_posterior(name):
     rel, spec, route, exact, tol = _case(name)
     prior = _prior(spec, rel.dims, rel.coords)
@@ -734,6 +740,7 @@ def _big(name):
     return rel, spec, _tables(cand, _logp(spec, cand))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["2x2 margins 1e4 uniform", "2x2 margins 1e4 historical",
                                   "2x3 margins in the hundreds, per-cell rates",
                                   "2x2 controlled rounding B10 at 1e4"])
@@ -746,6 +753,7 @@ def test_draws_at_realistic_counts(name):
 # --- checkpoints --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["margins", "rounding"])
 def test_draws_with_checkpoints(kind):
     """With a memory budget below the forward pass the draws keep checkpoints and recompute

@@ -48,7 +48,8 @@ def _prior(i, shape, rng):
     return rk.priors.Poisson(rate), tab.poisson_log_prior(rate)
 
 
-@pytest.mark.parametrize("i", range(200))
+@pytest.mark.parametrize("i", [i if i < 15 else pytest.param(i, marks=pytest.mark.slow)
+                               for i in range(200)])
 def test_rounding_posterior_matches_brute_force(i):
     rng = np.random.default_rng(500 + i)
     shape, B = SHAPES_BASES[i % len(SHAPES_BASES)]
@@ -80,7 +81,8 @@ def test_rounding_posterior_matches_brute_force(i):
     assert post.prob_exact(T).values.min() > 0
 
 
-@pytest.mark.parametrize("i", range(200))
+@pytest.mark.parametrize("i", [i if i < 15 else pytest.param(i, marks=pytest.mark.slow)
+                               for i in range(200)])
 def test_margins_only_posterior_matches_brute_force(i):
     rng = np.random.default_rng(900 + i)
     shape = [(2, 2), (2, 3), (3, 3), (3, 4), (2, 5), (4, 2)][i % 6]
@@ -106,7 +108,8 @@ def test_margins_only_posterior_matches_brute_force(i):
     assert np.array_equal(fb["lower"].values, lo) and np.array_equal(fb["upper"].values, up)
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", [seed if seed < 2 else pytest.param(seed, marks=pytest.mark.slow)
+                                  for seed in range(12)])
 def test_checkpointed_posterior_equals_the_full_one(seed):
     """With too little memory for every forward stage the DP keeps checkpoints and
     recomputes each segment in the backward pass: the same marginals, evidence and count."""

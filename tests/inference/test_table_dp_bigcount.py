@@ -8,6 +8,7 @@ Exact equality.
 """
 
 import numpy as np
+import pytest
 
 import riskengine as rk
 from riskengine.inference import table_dp as _tabledp
@@ -19,6 +20,7 @@ def _dp_windows(rel):
     return _tabledp.release_windows(rel)
 
 
+@pytest.mark.slow
 def test_margins_only_two_rows_count_beyond_128_bits():
     rng = np.random.default_rng(11)
     T = rng.integers(0, 10, size=(2, 48))
@@ -29,6 +31,7 @@ def test_margins_only_two_rows_count_beyond_128_bits():
     assert rk.posterior(rel).n_candidates == want
 
 
+@pytest.mark.slow
 def test_margins_only_three_rows_count_beyond_64_bits():
     rng = np.random.default_rng(12)
     T = rng.integers(0, 5, size=(3, 24))
@@ -40,6 +43,7 @@ def test_margins_only_three_rows_count_beyond_64_bits():
     assert post.n_candidates == want
 
 
+@pytest.mark.slow
 def test_rounding_count_beyond_64_bits_interval_margins():
     rng = np.random.default_rng(13)
     T = rng.integers(0, 30, size=(2, 15))
@@ -51,6 +55,7 @@ def test_rounding_count_beyond_64_bits_interval_margins():
     assert rk.posterior(rel).n_candidates == want
 
 
+@pytest.mark.slow
 def test_small_counts_match_reference_on_random_windows():
     """Many small rounding and margins-only cases, 1 to 4 rows (single-limb path)."""
     rng = np.random.default_rng(14)

@@ -52,7 +52,8 @@ def test_3d_patterns_protect(method, rng):
         assert independently_protected(x, pattern(rel), sens, prot, prot, sums_3d(x))
 
 
-@pytest.mark.parametrize("case", range(8))
+@pytest.mark.parametrize("case", [case if case < 5 else pytest.param(case, marks=pytest.mark.slow)
+                                  for case in range(8)])
 def test_heuristic_pattern_is_minimal(case):
     # the clean-up leaves no complementary cell that could be published again: without
     # any one of them some sensitive cell's independent LP interval reaches less than
@@ -211,6 +212,7 @@ def test_row_generation_matches_explicit_milp(case):
     assert prob.w[heur].sum() >= prob.w[a].sum() - 1e-9
 
 
+@pytest.mark.slow
 def test_time_limit_returns_the_best_protecting_pattern_with_its_gap():
     # a 3-D table whose optimum takes far longer than the limit: the call returns the
     # best audited pattern with a proven lower bound (the limit covers the whole call)

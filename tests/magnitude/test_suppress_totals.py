@@ -123,7 +123,8 @@ def test_sensitive_totals_are_protected(method, case):
         assert rel.info["status"] == "optimal" and rel.info["gap"] == 0.0
 
 
-@pytest.mark.parametrize("case", range(3))
+@pytest.mark.parametrize("case", [case if case < 1 else pytest.param(case, marks=pytest.mark.slow)
+                                  for case in range(3)])
 def test_optimal_with_totals_matches_brute_force(case):
     rng = np.random.default_rng(70 + case)
     dims, x, system, xv, sens, prot = sensitive_case(rng, (2, 3), 1)
@@ -159,7 +160,8 @@ def test_hidden_totals_only_for_suppression_releases():
                    mechanism=rk.CellSuppression(suppress_totals=True), dims=("v", "w"))
 
 
-@pytest.mark.parametrize("case", range(6))
+@pytest.mark.parametrize("case", [c if c not in (1, 5) else pytest.param(c, marks=pytest.mark.slow)
+                                  for c in range(6)])
 def test_posterior_with_hidden_totals_matches_brute_force(case):
     rng = np.random.default_rng(500 + case)
     x = rng.integers(0, 4, (2, 3))

@@ -88,6 +88,7 @@ def test_true_table_is_a_candidate(case):
     assert post.n_candidates in (1, None)       # None: unbounded noise (noted in attrs)
 
 
+@pytest.mark.slow
 def test_route_names_resolve_and_unknown_routes_are_refused(case):
     mech, _, rel = case
     prior = rk.priors.Uniform()

@@ -44,6 +44,7 @@ tables = st.integers(2, 4).flatmap(lambda r: st.lists(
     st.lists(st.integers(0, 9), min_size=3, max_size=3), min_size=r, max_size=r))
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(t=tables, seed=st.integers(0, 2**32 - 1), M=st.integers(1, 5),
        S=st.sampled_from([1.5, 2.0, 3.0]), preserve=st.sampled_from(["total", "rows", "columns"]))
@@ -74,6 +75,7 @@ def test_protection_properties(t, seed, M, S, preserve):
         assert np.all(post.prob_exact(x).values > 0)                     # truth is a candidate
 
 
+@pytest.mark.slow
 def test_bootstrap_calibration():
     """Per-cell route.  Intruder prior = generator (Poisson(3) cells, 5 x 5): among published
     cells >= 1, the posterior mass at the published value matches how often it is the true
@@ -111,6 +113,7 @@ def test_binomial_compensation_error_is_measured():
     assert -0.05 < np.mean(d) < 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mech", [rk.BinomialPerturbation(1.5), rk.Bootstrap(3, 2.0),
                                   rk.BinomialPerturbation(2.0, preserve="rows")])
 def test_joint_route_is_calibrated(mech):

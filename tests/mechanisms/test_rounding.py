@@ -19,6 +19,7 @@ def _faults(orig, rel, B):
                                              rel.margins[("dim_1",)], rel.margins[()], B)
 
 
+@pytest.mark.slow
 def test_unbiased_rounding_is_controlled_and_unbiased():
     """Over 3000 seeds on seed 004's 4 x 5 table (base 5): every release is a controlled
     rounding, and each entry's mean is within 4.5 standard errors of its original value."""

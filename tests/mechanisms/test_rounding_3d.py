@@ -139,7 +139,8 @@ def _random_release(rng, shape, B, sparse=False):
     return R
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", [seed if seed < 20 else pytest.param(seed, marks=pytest.mark.slow)
+                                  for seed in range(60)])
 def test_3d_rounding_posterior_matches_brute_force(seed):
     rng = np.random.default_rng(500 + seed)
     shape = [(2, 2, 2), (3, 2, 2)][seed % 2]
@@ -194,7 +195,8 @@ def test_3d_rounding_posterior_true_table_is_candidate():
         rk.posterior(rel, route="structured")
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", [seed if seed < 1 else pytest.param(seed, marks=pytest.mark.slow)
+                                  for seed in range(6)])
 def test_exact_bounds_2d_equal_frechet(seed):
     """2-D margins-only releases: integer programming, LP and the DP support all give the
     Fréchet bounds (sharp in 2-D)."""

@@ -80,6 +80,7 @@ def test_theorem_fails_when_alpha_exceeds_gamma():
     assert post.max_prob().values[0, 0] == pytest.approx(0.4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("a", [0.25, 0.4])
 def test_calibration_map_probability(a):
     """When the intruder's prior is the generator, the MAP guess is right as often as its

@@ -57,6 +57,7 @@ def _transposed(rel):
                       coords={d: rel.coords[d] for d in rel.dims[::-1]}, kind=rel.kind)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", WITH_ROUTES)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables)

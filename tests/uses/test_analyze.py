@@ -156,6 +156,7 @@ def test_to_arviz_gives_arvizs_summaries(rng):
                                                           abs=1e-3)
 
 
+@pytest.mark.slow
 def test_hdi_covers_the_truth_at_its_level_when_the_prior_generates_the_tables():
     """Calibration: tables drawn from the user's prior (i.i.d. Poisson(5) cells), each
     protected by controlled rounding to base 3 and analysed with that prior; the 90% HDI

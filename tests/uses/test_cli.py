@@ -3,6 +3,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import xarray as xr
 
 from riskengine.cli import main
@@ -50,6 +51,7 @@ def test_bad_input_exit_2_one_line(tmp_path):
     assert r.returncode == 2 and "unknown prior 'zzz'" in r.stderr
 
 
+@pytest.mark.slow
 def test_protect_rounding_and_margins_then_assess(tmp_path, capsys):
     t = tmp_path / "t.csv"
     t.write_text("\\,a,b,c\nx,3,0,2\ny,1,4,1\nz,2,2,5\n")
@@ -80,6 +82,7 @@ def test_protect_builds_every_mechanism_through_the_registry(tmp_path, capsys):
     assert "unknown parameter 'base' for mechanism 'cyclic'; valid: cycles, alpha" in err
 
 
+@pytest.mark.slow
 def test_truth_is_matched_by_labels_not_position(tmp_path, capsys):
     """A truth CSV in long form sorted by label (another order than the release's) gives the
     same exact-disclosure numbers; a truth with other labels is refused (issue 14)."""

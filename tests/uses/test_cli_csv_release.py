@@ -207,6 +207,7 @@ def test_audit_strict_exit_codes(tmp_path, capsys):
 
 
 # --- a reader that goes away ------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [["assess", "--no-report"], ["protect", "SEED003"]])
 def test_broken_pipe_is_no_traceback(tmp_path, args):
     """``riskengine assess | head -1``: the reader closes the pipe before the output is

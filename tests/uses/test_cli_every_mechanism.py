@@ -79,6 +79,7 @@ def _protect(name, files, seed, out) -> tuple:
     return case, code
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", names())
 def test_protect_assess_report(name, files, capsys):
     rel, out = files / f"{name}.json", files / f"{name}-out"
@@ -171,6 +172,7 @@ def test_protect_names_the_inputs_a_mechanism_needs(files, capsys):
     assert a.read_text() == b.read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", names())
 def test_the_published_csv_is_the_release(name, files, capsys):
     """protect writes the published table beside the JSON; that CSV with --mechanism and

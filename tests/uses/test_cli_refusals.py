@@ -172,6 +172,7 @@ def test_cli_compare_reports_the_failed_mechanism_and_writes_the_rest(tmp_path, 
 
 
 # --- each command its own report -------------------------------------------------------
+@pytest.mark.slow
 def test_each_command_writes_its_own_report_and_no_report_removes_it(tmp_path, capsys):
     out = tmp_path / "out"
     rel, truth = _bundled("seed003_release.json"), _bundled("seed003_original.csv")

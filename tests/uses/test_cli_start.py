@@ -75,6 +75,7 @@ def test_help_and_argument_errors_import_no_heavy_package(script, tmp_path):
         assert not imported(r.stderr) & set(HEAVY), args
 
 
+@pytest.mark.slow
 def test_the_console_script_runs_subcommands(script, tmp_path):
     t = tmp_path / "t.csv"
     t.write_text("\\,a,b,c\nx,3,0,2\ny,1,4,1\nz,2,2,5\n")
@@ -86,6 +87,7 @@ def test_the_console_script_runs_subcommands(script, tmp_path):
     assert int(r.stdout.strip().splitlines()[-1]) == rk.count_candidates(rk.Release.load(rel))
 
 
+@pytest.mark.slow
 def test_the_command_lines_lazy_package_is_the_library(script, tmp_path):
     """Under the console script, ``riskengine`` is the same lazy namespace as under
     ``import riskengine``: every name of ``rk.__all__`` is the same object kind."""
@@ -111,6 +113,7 @@ def test_the_command_lines_lazy_package_is_the_library(script, tmp_path):
     assert not lazy["suppress_is_module"]
 
 
+@pytest.mark.slow
 def test_a_first_compile_says_so_once(tmp_path):
     """An empty numba cache: the run that compiles prints one line naming the kernels and
     the time to expect; the next run loads them and says nothing."""
@@ -132,6 +135,7 @@ def test_a_first_compile_says_so_once(tmp_path):
     assert again.stdout == first.stdout
 
 
+@pytest.mark.slow
 def test_warmup_runs_every_mechanisms_routes(capsys):
     from riskengine.mechanisms import REGISTRY
     assert main(["warmup"]) == 0

@@ -35,6 +35,7 @@ def ds():
     return _run()
 
 
+@pytest.mark.slow
 def test_schema(ds):
     assert list(ds["mechanism"].values) == ["cyclic 0.1", "cyclic 0.4", "bootstrap", "margins"]
     assert ds["draw"].values.tolist() == [0, 1, 2, 3]
@@ -90,6 +91,7 @@ def test_deterministic_mechanism(ds):
         mechanism="cyclic 0.1"))
 
 
+@pytest.mark.slow
 def test_same_seed_identical_and_order_independent(ds):
     xr.testing.assert_identical(ds, _run())
     rev = dict(reversed(list(_mechs().items())))
@@ -154,6 +156,7 @@ def test_bad_input():
         rk.compare(T3, _mechs(), intruder="uniform", rng=np.random.default_rng(0))
 
 
+@pytest.mark.slow
 def test_cli_bundled_example(tmp_path, capsys):
     assert main(["compare", "--out", str(tmp_path), "--draws", "1"]) == 0
     out = capsys.readouterr().out
@@ -166,6 +169,7 @@ def test_cli_bundled_example(tmp_path, capsys):
         ds.close()
 
 
+@pytest.mark.slow
 def test_cli_inline_config_and_errors(tmp_path, capsys):
     cfg = tmp_path / "c.toml"
     cfg.write_text("""seed = 3

@@ -56,6 +56,7 @@ def ds():
 # --- rk.compare ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_compare_numbers_finite_and_in_range(ds):
     assert list(ds["mechanism"].values) == list(_mechs())
     assert ds["error"].values.tolist() == [""] * len(_mechs())
@@ -83,6 +84,7 @@ def test_compare_numbers_finite_and_in_range(ds):
     assert ds["description"].sel(mechanism="geometric 1").item().startswith("NoisyCounts(")
 
 
+@pytest.mark.slow
 def test_compare_each_draw_is_a_direct_protect_and_posterior(ds):
     """The documented seeding recomputed by hand for every mechanism and draw."""
     ent = int(ds.attrs["seed_entropy"])
@@ -97,6 +99,7 @@ def test_compare_each_draw_is_a_direct_protect_and_posterior(ds):
             assert float(sel["l1"]) == np.abs(rel.published - T.values).sum(), (name, d)
 
 
+@pytest.mark.slow
 def test_compare_common_random_numbers(ds):
     """Same seed, same dataset; a mechanism's numbers do not depend on the others, on
     their order or on its own name; another seed gives other releases."""
@@ -168,6 +171,7 @@ base = 3
 """
 
 
+@pytest.mark.slow
 def test_compare_config_through_config_loader_and_cli(tmp_path, capsys):
     pa, _ = _write_ptables(tmp_path)
     cfg = tmp_path / "c.toml"
@@ -222,7 +226,9 @@ prior = "poisson:3"
 """
 
 
-@pytest.mark.parametrize("key", ["ck designed", "ck file", "rr", "noise", "noise assumed"])
+@pytest.mark.parametrize("key", ["ck designed", "ck file", "rr",
+                                 pytest.param("noise", marks=pytest.mark.slow),
+                                 pytest.param("noise assumed", marks=pytest.mark.slow)])
 def test_simulate_config_through_config_loader_and_cli(key, tmp_path, capsys):
     _, pb = _write_ptables(tmp_path)
     blocks = {
@@ -315,6 +321,7 @@ CALIBRATION = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CALIBRATION))
 def test_calibration_true_mechanism_passes_wrong_model_fails(name):
     """Prior = generator and the true mechanism: calibrated, with several bins checked;

@@ -27,7 +27,8 @@ def test_readme_has_python_examples():
     assert len(_blocks("python")) >= 3
 
 
-@pytest.mark.parametrize("k", range(len(_blocks("python"))))
+@pytest.mark.parametrize("k", [k if k == 0 else pytest.param(k, marks=pytest.mark.slow)
+                               for k in range(len(_blocks("python")))])
 def test_each_python_example_runs_on_its_own(k, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code = _blocks("python")[k]

@@ -197,6 +197,7 @@ def test_escaping_and_bad_input(tmp_path, rng):
 
 
 # --- CLI -------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_cli_assess_writes_report_and_report_rereads_it(tmp_path, capsys):
     out = tmp_path / "o"
     assert main(["assess", "--out", str(out)]) == 0
@@ -287,6 +288,7 @@ def _selects(selector: str, tag, classes) -> bool:
     return bool(m) and m.group(1) in ("", tag) and (m.group(2) is None or m.group(2) in classes)
 
 
+@pytest.mark.slow
 def test_every_table_scrolls_inside_the_page(tmp_path, rng, small):
     """Static (no browser): the assess report (the verdict's failing cells included), the
     compare report with many long-named mechanisms, and the simulate report."""
@@ -369,6 +371,7 @@ window.addEventListener("load", function () {
 </script>"""
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(_chromium() is None, reason="no Chromium binary on PATH (Debian: "
                     "apt-get install chromium); the headless-browser check needs one")
 def test_no_table_is_wider_than_the_page_in_headless_chromium(tmp_path, small):
@@ -405,6 +408,7 @@ def test_no_table_is_wider_than_the_page_in_headless_chromium(tmp_path, small):
         assert len(got["tables"]) == check_tables_scroll(path.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(_chromium() is None, reason="no Chromium binary on PATH (Debian: "
                     "apt-get install chromium); the headless-browser check needs one")
 def test_report_opens_in_headless_chromium_with_every_image_loaded(tmp_path, rng, small):

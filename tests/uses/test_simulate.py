@@ -75,6 +75,7 @@ def test_index_seeding_prefix_and_chunks(small):
     assert calls == [(1, 3), (2, 3), (3, 3)]
 
 
+@pytest.mark.slow
 def test_calibration_right_model_passes_wrong_likelihood_fails():
     """Acceptance: prior = generator and the true mechanism -> calibrated; the intruder
     analysing with alpha = beta = 0.05 when the release used 0.4 -> not calibrated."""
@@ -91,6 +92,7 @@ def test_calibration_right_model_passes_wrong_likelihood_fails():
     assert bool((wrong["z"].where(big) < -4).sum() >= 2)
 
 
+@pytest.mark.slow
 def test_calibration_margins_only_exact_route():
     """A second exact route (the table DP of margins-only releases), prior = generator."""
     ds = rk.simulate(rk.generators.Poisson(2.0, shape=(3, 3)), rk.MarginsOnly(),
@@ -116,6 +118,7 @@ def test_calibration_function_by_hand():
         calibration(xr.Dataset({"x": ("table", [1])}))
 
 
+@pytest.mark.slow
 def test_other_generators_and_mechanisms():
     t = rk.read_table("riskengine/data/seed003_original.csv")
     ds = rk.simulate(rk.generators.Resample(t), rk.Bootstrap(M=3, S=2.0), rk.priors.Uniform(),

@@ -21,6 +21,7 @@ def _sim(n, **kw):
     return rk.simulate(GEN, MECH, PRIOR, n_tables=n, rng=np.random.default_rng(21), **kw)
 
 
+@pytest.mark.slow
 def test_serial_and_local_dask_cluster_identical():
     """scheduler="dask": a local cluster of 2 worker processes, chunks of 4 tables."""
     serial = _sim(14)

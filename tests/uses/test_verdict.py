@@ -80,6 +80,7 @@ def test_bad_policies_are_refused(seed003, kw, msg):
         rk.verdict(post, **kw)
 
 
+@pytest.mark.slow
 def test_cli_threshold_strict_and_report(tmp_path, capsys):
     out = tmp_path / "pass"
     assert main(["assess", "--out", str(out), "--strict", "--threshold", "0.9"]) == 0

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 import riskengine as rk
 from riskengine.cli import _bundled, main
 
 
+@pytest.mark.slow
 def test_regions_by_ages_from_csv_to_verdict(tmp_path, capsys):
     csv = _bundled("regions_ages.csv")
     t = rk.read_table(csv)

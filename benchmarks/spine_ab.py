@@ -2,8 +2,8 @@
 
 Each case is a small release of one mechanism (its exact route, or a short Monte Carlo
 run); each checkout runs in its own interpreter (``PYTHONPATH`` = the checkout), warmed up
-first (compile, imports), then the two alternate ``--rounds`` times so machine load hits
-both alike.  A fresh release object is built for every call (no identity cache can
+first (compile, imports), then the two alternate ``--rounds`` times (in turn first, a
+pause between) so machine load hits both alike.  A fresh release object is built for every call (no identity cache can
 help).  Prints the median seconds per case and checkout and their ratio.
 
     python benchmarks/spine_ab.py --a /path/to/old/checkout --b . [--rounds 5]
@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 WORKER = textwrap.dedent('''
     import json, sys, time
@@ -87,8 +88,11 @@ def main(argv=None) -> None:
                                     stdout=subprocess.PIPE, text=True, env=env,
                                     cwd=os.path.abspath(getattr(args, k)))
     res = {"a": [], "b": []}
-    for _ in range(args.rounds):
-        for k in ("a", "b"):
+    for r in range(args.rounds):
+        # alternate the order, and let the other process's idle threads settle (numba's
+        # OpenMP threads spin after a parallel region: they would slow whoever runs next)
+        for k in (("a", "b") if r % 2 == 0 else ("b", "a")):
+            time.sleep(1.0)
             procs[k].stdin.write("go\n")
             procs[k].stdin.flush()
             res[k].append(json.loads(procs[k].stdout.readline()))

@@ -76,6 +76,22 @@ def _hdi(values: np.ndarray, level: float) -> tuple:
 class Analysis:
     """Posterior of statistics of the original table (:func:`analyze`).
 
+    Built by :func:`analyze`; the arguments are stored as they are given.
+
+    Parameters
+    ----------
+    post : Posterior
+        The posterior the tables were drawn from (stored as ``posterior``).
+    draws : xarray.DataArray
+        The table draws ``(draw, *dims)``.
+    values : dict
+        ``{name: DataArray (draw, ...)}``, the statistic on every draw.
+    summary : dict
+        ``{statistic name: xr.Dataset}``, the summary of each statistic (see ``summary``
+        below).
+    level : float
+        Probability of the highest-density intervals.
+
     Attributes
     ----------
     summary : dict
@@ -89,6 +105,9 @@ class Analysis:
     draws : DataArray
         The table draws ``(draw, *dims)``.
     posterior : Posterior
+        The posterior the tables were drawn from.
+    level : float
+        Probability of the highest-density intervals.
     """
 
     def __init__(self, post: Posterior, draws: xr.DataArray, values: dict, summary: dict,
@@ -105,7 +124,14 @@ class Analysis:
         return iter(self.summary)
 
     def table(self) -> pd.DataFrame:
-        """One row per statistic (and element of a vector statistic): the summary."""
+        """One row per statistic (and element of a vector statistic): the summary.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Column ``statistic`` (the name, with ``[label,...]`` for an element of a
+            vector statistic), then one column per summary quantity.
+        """
         rows = []
         for name, ds in self.summary.items():
             dims = list(ds.dims)
@@ -124,7 +150,14 @@ class Analysis:
         """Everything in one Dataset (``riskengine_kind = "analyze"``, netCDF-safe names):
         ``table`` (the draws), and per statistic k ``stat{k}_draws`` and
         ``stat{k}_summary`` (dim ``quantity``: the columns of :attr:`summary`), the
-        statistic's name and description in their attrs."""
+        statistic's name and description in their attrs.
+
+        Returns
+        -------
+        xarray.Dataset
+            The variables above; ``attrs`` hold ``riskengine_kind``, ``level``, ``draws``,
+            ``route``, ``prior``, ``mechanism``, ``exact_draws`` (1/0) and ``statistics``.
+        """
         data = {"table": self.draws}
         for k, (name, ds) in enumerate(self.summary.items()):
             q = list(ds.data_vars)
@@ -146,7 +179,14 @@ class Analysis:
 
     def to_arviz(self):
         """arviz's data structure: a ``posterior`` group with the table draws and every
-        statistic (one chain of exact draws)."""
+        statistic (one chain of exact draws).
+
+        Returns
+        -------
+        arviz.InferenceData
+            Its ``posterior`` group holds ``table`` and one variable per statistic; the
+            posterior's ``attrs`` as strings.
+        """
         return _arviz.inference_data(self.posterior.attrs, self.draws, self.values)
 
     def __repr__(self) -> str:

@@ -29,6 +29,41 @@ class Posterior:
     one) and read-only: assigning an attribute raises, ``attrs``, ``totals`` and
     ``mechanism_weights`` are read-only mappings and the arrays are not writeable.
 
+    Parameters
+    ----------
+    start : array_like of int
+        First value of each cell's window, of the table shape (stored as int64).
+    probs : array_like of float
+        Posterior probabilities on each window, of the table shape plus a value axis
+        (stored as float64); a ``ValueError`` is raised when its leading shape is not
+        that of ``start``.
+    dims : sequence of str
+        The release's dim names.
+    coords : mapping
+        ``{dim: labels}`` of the release.
+    published : array_like, optional
+        The published values of these cells (NaN: suppressed); None when there are none.
+    n_candidates : int, optional
+        Exact number of original tables with nonzero posterior; None where the route
+        cannot count them.
+    log_evidence : float, default NaN
+        log sum over candidates of prior weight x likelihood.
+    attrs : mapping, optional
+        The route's description (see the ``attrs`` attribute); stored as a read-only copy.
+    sampler : callable, optional
+        ``sampler(n, rng) -> int64 array (n, *shape)``: whole-table draws from the route,
+        used by :meth:`sample`; None when the route cannot draw whole tables.
+    totals : mapping, optional
+        ``{dims kept: Posterior}`` of the totals not published exactly.
+    diagnostics : xarray.Dataset, optional
+        Monte Carlo routes: R-hat, ESS and MCSE per reported number.
+    chains : array_like, optional
+        Monte Carlo routes: the kept draws ``(chain, draw, *shape)``.
+    releases : sequence of Posterior, default ()
+        A release set's posterior: per release, the posterior of its own cells.
+    mechanism_weights : mapping, optional
+        Posterior probability of each candidate mechanism (``candidates=``).
+
     Attributes
     ----------
     start : ndarray (int64, table shape)
@@ -146,25 +181,64 @@ class Posterior:
                                    "description": "posterior Pr(original cell = value | release)"})
 
     def mean(self) -> xr.DataArray:
+        """Posterior mean of each cell.
+
+        Returns
+        -------
+        xarray.DataArray
+            ``mean``, of the table's dims, with the method, prior and mechanism in ``attrs``.
+        """
         v = self.start[..., None] + np.arange(self.width)
         return self._da((self.probs * v).sum(-1), "mean")
 
     def sd(self) -> xr.DataArray:
+        """Posterior standard deviation of each cell.
+
+        Returns
+        -------
+        xarray.DataArray
+            ``sd``, of the table's dims, with the method, prior and mechanism in ``attrs``.
+        """
         v = self.start[..., None] + np.arange(self.width)
         mu = (self.probs * v).sum(-1, keepdims=True)
         return self._da(np.sqrt(np.maximum((self.probs * (v - mu) ** 2).sum(-1), 0.0)), "sd")
 
     def mode(self) -> xr.DataArray:
-        """Posterior mode (the smallest value among ties)."""
+        """Posterior mode (the smallest value among ties).
+
+        Returns
+        -------
+        xarray.DataArray
+            ``mode``, of the table's dims, with the method, prior and mechanism in ``attrs``.
+        """
         return self._da(self.start + np.argmax(self.probs, axis=-1), "mode")
 
     def max_prob(self) -> xr.DataArray:
-        """Posterior probability of the mode: the intruder's confidence in the MAP guess."""
+        """Posterior probability of the mode: the intruder's confidence in the MAP guess.
+
+        Returns
+        -------
+        xarray.DataArray
+            ``max_prob``, of the table's dims, with the method, prior and mechanism in
+            ``attrs``.
+        """
         return self._da(self.probs.max(-1), "max_prob")
 
     def interval(self, level: float = 0.95) -> xr.Dataset:
         """Equal-tailed credible interval: the smallest values whose cdf reaches
-        (1 - level)/2 and 1 - (1 - level)/2; covers at least ``level``."""
+        (1 - level)/2 and 1 - (1 - level)/2; covers at least ``level``.
+
+        Parameters
+        ----------
+        level : float, default 0.95
+            Credibility level, a probability in [0, 1].
+
+        Returns
+        -------
+        xarray.Dataset
+            ``lower`` and ``upper`` per cell (ends included); ``attrs`` hold ``level`` and
+            ``kind="equal-tailed"``.
+        """
         level = V.probability(level, "level")
         cdf = np.cumsum(self.probs, axis=-1)
         a = (1.0 - level) / 2.0
@@ -176,16 +250,47 @@ class Posterior:
                           attrs={"level": level, "kind": "equal-tailed"})
 
     def prob(self, values) -> xr.DataArray:
-        """Posterior probability that each cell equals ``values`` (array of the table shape)."""
+        """Posterior probability that each cell equals ``values`` (array of the table shape).
+
+        Parameters
+        ----------
+        values : array_like of int, riskengine.Table or xarray.DataArray
+            One nonnegative count per cell: matched by dim names and labels when labelled,
+            by position when a plain array.
+
+        Returns
+        -------
+        xarray.DataArray
+            ``prob``, of the table's dims: Pr(cell == value | release).
+        """
         return self._da(self._prob_at(self._values(values)), "prob")
 
     def prob_exact(self, truth) -> xr.DataArray:
-        """Pr(cell == its true value | release): the exact-disclosure probability."""
+        """Pr(cell == its true value | release): the exact-disclosure probability.
+
+        Parameters
+        ----------
+        truth : array_like of int, riskengine.Table or xarray.DataArray
+            The original table: matched by dim names and labels when labelled, by
+            position when a plain array.
+
+        Returns
+        -------
+        xarray.DataArray
+            ``prob_exact``, of the table's dims.
+        """
         return self._da(self._prob_at(self._values(truth)), "prob_exact",
                         description="posterior probability of the true value")
 
     def prob_published(self) -> xr.DataArray:
-        """Posterior mass at the published value (NaN where nothing is published)."""
+        """Posterior mass at the published value (NaN where nothing is published).
+
+        Returns
+        -------
+        xarray.DataArray
+            ``prob_published``, of the table's dims; all NaN when the release publishes no
+            cell values.
+        """
         if self.published is None:
             return self._da(np.full(self.shape, np.nan), "prob_published")
         pub = np.asarray(self.published, dtype=float)
@@ -193,7 +298,18 @@ class Posterior:
         return self._da(np.where(np.isnan(pub), np.nan, p), "prob_published")
 
     def prob_small(self, values=(1, 2)) -> xr.DataArray:
-        """Pr(cell in ``values``): the small-count risk (default {1, 2})."""
+        """Pr(cell in ``values``): the small-count risk (default {1, 2}).
+
+        Parameters
+        ----------
+        values : iterable of int, default (1, 2)
+            The values counted as small (each counted once per occurrence).
+
+        Returns
+        -------
+        xarray.DataArray
+            ``prob_small``, of the table's dims; ``attrs["values"]`` names the values.
+        """
         p = sum(self._prob_at(np.full(self.shape, v)) for v in values)
         return self._da(p, "prob_small", values=str(tuple(values)))
 
@@ -211,6 +327,29 @@ class Posterior:
         through the route's own computation); the draws' totals are the totals of the
         original table.  Same ``rng`` state, same draws.  ``memory``: the budget the draws
         must fit (as for :func:`posterior`), checked before anything is allocated.
+
+        Parameters
+        ----------
+        n : int
+            Number of tables to draw, at least 1.
+        rng : numpy.random.Generator
+            Source of randomness.
+        memory : int, float or str, optional
+            Memory budget in bytes or as a string like ``"2GB"``; default: the default
+            share of the available memory.
+
+        Returns
+        -------
+        xarray.DataArray
+            ``table``, int64, dims ``("draw", *dims)``; ``attrs`` hold the method, prior,
+            mechanism, ``route`` and ``exact``.
+
+        Raises
+        ------
+        ValueError
+            If the draws exceed the memory budget, or the route gives no whole-table draws.
+        TypeError
+            If ``rng`` is not a ``numpy.random.Generator``.
 
         Examples
         --------
@@ -247,7 +386,26 @@ class Posterior:
         """arviz's data structure with a ``posterior`` group: ``n`` table draws (one chain
         for exact routes) and the statistics named in ``statistics`` (those of
         :mod:`riskengine.statistics`, e.g. ``["chi2", "cramers_v"]``, or callables of a
-        table), so ``arviz.summary`` / ``arviz.hdi`` / arviz's plots work on them."""
+        table), so ``arviz.summary`` / ``arviz.hdi`` / arviz's plots work on them.
+
+        Parameters
+        ----------
+        n : int
+            Number of table draws.  Monte Carlo routes take ``n // chains`` evenly spaced
+            kept draws from each chain (``n`` at least the number of chains, at most all
+            kept draws); other routes draw ``n`` tables with :meth:`sample`.
+        rng : numpy.random.Generator
+            Source of randomness for :meth:`sample` (unused by Monte Carlo routes).
+        statistics : sequence, default ()
+            Statistics of each draw: names of :mod:`riskengine.statistics`, Statistic
+            objects or callables of a table.
+
+        Returns
+        -------
+        arviz.InferenceData
+            Its ``posterior`` group holds ``table`` and one variable per statistic; the
+            posterior's ``attrs`` as strings.
+        """
         from . import _arviz
         from . import statistics as S
         if self.chains is not None:           # Monte Carlo: n draws spread over its chains
@@ -266,7 +424,22 @@ class Posterior:
 
     # --- summaries -------------------------------------------------------------------------
     def summary(self, truth=None, level: float = 0.95) -> xr.Dataset:
-        """Per-cell risk summary as a labelled Dataset."""
+        """Per-cell risk summary as a labelled Dataset.
+
+        Parameters
+        ----------
+        truth : array_like of int, riskengine.Table or xarray.DataArray, optional
+            The original table; when given, ``true`` and ``prob_exact`` are added.
+        level : float, default 0.95
+            Level of the equal-tailed credible interval (:meth:`interval`).
+
+        Returns
+        -------
+        xarray.Dataset
+            ``mode``, ``max_prob``, ``mean``, ``sd``, ``lower``, ``upper`` and
+            ``prob_published`` per cell (``published`` first when the release publishes
+            values); ``attrs`` are :meth:`attrs_for_file` plus ``level``.
+        """
         iv = self.interval(level)
         data = {
             "mode": self.mode(), "max_prob": self.max_prob(), "mean": self.mean(),
@@ -283,14 +456,47 @@ class Posterior:
         return ds
 
     def risk_table(self, truth=None, level: float = 0.95) -> pd.DataFrame:
-        """Tidy per-cell risk summary: one row per cell."""
+        """Tidy per-cell risk summary: one row per cell.
+
+        Parameters
+        ----------
+        truth : array_like of int, riskengine.Table or xarray.DataArray, optional
+            The original table (adds the ``true`` and ``prob_exact`` columns).
+        level : float, default 0.95
+            Level of the equal-tailed credible interval.
+
+        Returns
+        -------
+        pandas.DataFrame
+            :meth:`summary` as a table: one column per dim and one per summary variable.
+        """
         return self.summary(truth, level).to_dataframe().reset_index()
 
     def expected_exact_disclosures(self, truth) -> float:
-        """Expected number of exactly disclosed cells: sum of Pr(cell == true value | release)."""
+        """Expected number of exactly disclosed cells: sum of Pr(cell == true value | release).
+
+        Parameters
+        ----------
+        truth : array_like of int, riskengine.Table or xarray.DataArray
+            The original table.
+
+        Returns
+        -------
+        float
+            The sum of :meth:`prob_exact` over the cells.
+        """
         return float(self.prob_exact(truth).sum())
 
     def attrs_for_file(self) -> dict:
+        """The posterior's ``attrs`` as values a netCDF file can hold.
+
+        Returns
+        -------
+        dict
+            ``attrs`` with every value that is not a str, float or int turned into its
+            str, plus ``n_candidates`` (exact decimal text, ``"~1eX ..."`` for huge
+            counts, ``"unknown"`` for None) and ``log_evidence``.
+        """
         out = {}
         for k, v in self.attrs.items():
             out[k] = v if isinstance(v, (str, float, int)) else str(v)
@@ -299,7 +505,21 @@ class Posterior:
         return out
 
     def to_dataset(self, truth=None, level: float = 0.95) -> xr.Dataset:
-        """Summary plus the dense pmf, ready for ``to_netcdf``."""
+        """Summary plus the dense pmf, ready for ``to_netcdf``.
+
+        Parameters
+        ----------
+        truth : array_like of int, riskengine.Table or xarray.DataArray, optional
+            The original table (adds ``true`` and ``prob_exact``).
+        level : float, default 0.95
+            Level of the equal-tailed credible interval.
+
+        Returns
+        -------
+        xarray.Dataset
+            :meth:`summary` plus ``pmf`` (:attr:`pmf`), the Monte Carlo diagnostics when
+            there are any, and ``attrs["riskengine_kind"] = "assess"``.
+        """
         ds = self.summary(truth, level)
         ds["pmf"] = self.pmf
         if self.diagnostics is not None:        # Monte Carlo: R-hat, ESS, MCSE per cell

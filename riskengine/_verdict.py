@@ -38,7 +38,33 @@ __all__ = ["Verdict", "verdict"]
 
 @dataclass(frozen=True)
 class Verdict:
-    """The outcome of a risk policy on one release."""
+    """The outcome of a risk policy on one release.
+
+    Built by :func:`verdict`.
+
+    Parameters
+    ----------
+    passed : bool
+        True when the release passes the policy.
+    rule : str
+        The policy, in words.
+    measure : str
+        ``"Pr(true value)"`` or ``"Pr(best guess)"``.
+    threshold : float
+        A cell fails when its probability is >= this.
+    failing : list, default []
+        ``[(cell label, value, probability)]`` of the failing cells.
+    small : list, default []
+        The failing cells of value 1 or 2, as in ``failing``.
+    expected : float, default 0.0
+        Sum of the measure over the cells.
+    n_cells : int, default 0
+        Number of cells judged.
+    max_expected : float, optional
+        The bound on ``expected`` of the policy, if any.
+    reasons : list of str, default []
+        Why it fails, one line each.
+    """
 
     passed: bool
     rule: str                            #: the policy, in words
@@ -56,6 +82,18 @@ class Verdict:
         return "PASS" if self.passed else "FAIL"
 
     def lines(self, max_cells: int = 10) -> list:
+        """The verdict as text lines: the verdict and rule, the reasons, the failing cells.
+
+        Parameters
+        ----------
+        max_cells : int, default 10
+            At most this many failing cells are listed (the rest are counted).
+
+        Returns
+        -------
+        list of str
+            One line per item; ``str(verdict)`` joins them with newlines.
+        """
         out = [f"VERDICT: {self.label} under the rule: {self.rule}"]
         out += [f"  - {r}" for r in self.reasons]
         if self.failing:

@@ -394,16 +394,40 @@ class Mechanism:
         raise NotImplementedError
 
     def to_dict(self) -> dict:
+        """The mechanism's registry name and public parameters.
+
+        Returns
+        -------
+        dict
+            ``{"name": ..., **parameters}``; :meth:`from_dict` reads it back.
+        """
         return {"name": self.name, **self._params()}
 
     @classmethod
     def from_dict(cls, d: dict):
+        """The mechanism :meth:`to_dict` describes.
+
+        Parameters
+        ----------
+        d : dict
+            ``{"name": ..., **parameters}``.
+
+        Returns
+        -------
+        Mechanism
+        """
         params = {k: v for k, v in d.items() if k != "name"}
         return cls.from_config(params)
 
     @classmethod
     def parameters(cls) -> dict:
-        """``{parameter: default}`` of the constructor (``inspect.Parameter.empty``: required)."""
+        """The constructor's parameters.
+
+        Returns
+        -------
+        dict
+            ``{parameter: default}`` (``inspect.Parameter.empty``: required).
+        """
         sig = inspect.signature(cls.__init__)
         return {k: p.default for k, p in sig.parameters.items()
                 if k != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
@@ -413,8 +437,18 @@ class Mechanism:
         """The mechanism from plain parameters (a TOML block, ``--param key=value``, JSON).
 
         Unknown keys and missing required ones are errors naming the valid keys.
-        ``shape``/``dims`` are the table's, for mechanisms whose parameters are built for
-        a table (a cycle design).
+
+        Parameters
+        ----------
+        spec : dict
+            Parameter name -> value (``config_defaults`` fill the required ones left out).
+        shape, dims : tuple, optional
+            The table's, for mechanisms whose parameters are built for a table (a cycle
+            design).
+
+        Returns
+        -------
+        Mechanism
         """
         known = cls.parameters()
         spec = {**{k: v for k, v in cls.config_defaults.items() if k in known}, **spec}
@@ -429,6 +463,13 @@ class Mechanism:
         return cls(**spec)
 
     def describe(self) -> str:
+        """One line naming the mechanism and its scalar parameters.
+
+        Returns
+        -------
+        str
+            e.g. ``"ControlledRounding(base=3, method=unbiased, ...)"``.
+        """
         inner = ", ".join(f"{k}={v}" for k, v in self._params().items()
                           if not isinstance(v, (list, np.ndarray)))
         return f"{type(self).__name__}({inner})"
@@ -465,11 +506,28 @@ class Mechanism:
 
     # --- protection ----------------------------------------------------------------------
     def protect(self, table, rng=None):  # pragma: no cover - every mechanism overrides it
-        """The release of ``table`` under this mechanism (``rng``: numpy Generator)."""
+        """The release of ``table`` under this mechanism.
+
+        Parameters
+        ----------
+        table : rk.Table
+            The original table.
+        rng : numpy.random.Generator
+            The only source of randomness (same state, same release).
+
+        Returns
+        -------
+        rk.Release
+        """
         raise NotImplementedError
 
     def validate_release(self, release) -> None:
-        """Raise ``ValueError`` unless ``release`` could have come from this mechanism."""
+        """Raise ``ValueError`` unless ``release`` could have come from this mechanism.
+
+        Parameters
+        ----------
+        release : rk.Release
+        """
 
     @staticmethod
     def _rng(rng) -> np.random.Generator:
@@ -480,7 +538,17 @@ class Mechanism:
 
     # --- inference ------------------------------------------------------------------------
     def inputs(self, release) -> Inputs:
-        """The plain inputs of this mechanism's routes for ``release`` (default: its entry
-        ``windows`` when it has them)."""
+        """The plain inputs of this mechanism's routes for ``release``.
+
+        Parameters
+        ----------
+        release : rk.Release
+
+        Returns
+        -------
+        Inputs
+            Computed when a route first reads them; by default the entry ``windows``
+            (when the mechanism has them).
+        """
         w = self.windows
         return Inputs(windows=None if w is None else (lambda: w(release)))

@@ -51,6 +51,23 @@ def frechet_bounds(release) -> xr.Dataset:
     n_i+k + n_+jk - n_++k) (seed 004, "Frechet Bounds").  Seed 004's 3-D examples show
     they need not be sharp; :func:`exact_bounds` gives the exact interval.
 
+    Parameters
+    ----------
+    release : rk.Release
+        A release of a 2-D table with its row, column and grand totals, or of a 3-D
+        table with every 2-way margin.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``lower`` and ``upper`` per cell (bounds included), labelled like the release;
+        ``attrs["method"]`` says which bounds.
+
+    Raises
+    ------
+    ValueError
+        If the table is not 2-D or 3-D, or a total the bounds need is not published.
+
     Examples
     --------
     >>> import numpy as np, riskengine as rk
@@ -100,7 +117,20 @@ def exact_bounds(release, method: str = "ilp") -> xr.Dataset:
         relaxation: its bounds contain the integer ones); ``"enumerate"``: the support of
         the exact posterior (table DP in 2-D, streaming enumerator in 3-D).
 
-    Raises ``ValueError`` when no table has these totals (seed 004's infeasible examples).
+    Returns
+    -------
+    xarray.Dataset
+        ``lower`` and ``upper`` per cell (range ends included), labelled like the release
+        (int64 except for ``"lp"``, whose ends are real); ``attrs["method"]`` names the
+        method.
+
+    Raises
+    ------
+    ValueError
+        When no table has these totals (seed 004's infeasible examples), or ``method`` is
+        unknown.
+    TypeError
+        If ``release`` is not a margins-only ``rk.Release``.
 
     Examples
     --------

@@ -49,7 +49,21 @@ _BATCH = 20000
 
 @dataclass(frozen=True)
 class CountEstimate:
-    """An estimated number of candidate tables, with its Monte Carlo error."""
+    """An estimated number of candidate tables, with its Monte Carlo error.
+
+    Parameters
+    ----------
+    log_estimate : float
+        Natural log of the estimate (counts can pass 1e308).
+    rel_se : float
+        Standard error / estimate.
+    ess : float
+        Effective sample size of the importance weights.
+    n : int
+        Number of draws.
+    method : str, default "sequential importance sampling (Chen, Diaconis, Holmes & Liu 2005)"
+        How the estimate was made.
+    """
 
     log_estimate: float        #: natural log of the estimate (counts can pass 1e308)
     rel_se: float              #: standard error / estimate
@@ -70,7 +84,18 @@ class CountEstimate:
         return self.ess >= max(100.0, 0.01 * self.n) and self.rel_se <= 0.1
 
     def interval(self, z: float = 2.0) -> tuple:
-        """``estimate -/+ z standard errors`` (normal approximation, lower end >= 0)."""
+        """``estimate -/+ z standard errors`` (normal approximation, lower end >= 0).
+
+        Parameters
+        ----------
+        z : float, default 2.0
+            Number of standard errors on each side.
+
+        Returns
+        -------
+        tuple of float
+            ``(lower, upper)``.
+        """
         return max(self.estimate * (1 - z * self.rel_se), 0.0), \
             self.estimate * (1 + z * self.rel_se)
 
@@ -108,7 +133,40 @@ def estimate_count(release, n: int = 10000, rng: np.random.Generator | None = No
     ``"cells"`` (each cell weighted by the ways its row's rest spreads over the later
     columns) or ``"columns"`` (each column uniform among the compositions the remaining
     row sums allow, counted exactly; 2.4-8x the ESS on the benchmark's margins and exact
-    on permutation margins, ``benchmarks/RESULTS.md``)."""
+    on permutation margins, ``benchmarks/RESULTS.md``).
+
+    Parameters
+    ----------
+    release : riskengine.Release
+        A margins-only release of a 2-D count table with both margins and no subtotals.
+    n : int, default 10000
+        Number of importance-sampling draws, at least 2.
+    rng : numpy.random.Generator, optional
+        Source of randomness; default: seeded from the release.
+    progress : callable, optional
+        Called as ``progress(done, n)`` after each batch of draws.
+    proposal : {"cells", "columns"}, default "cells"
+        The proposal distribution.
+
+    Returns
+    -------
+    CountEstimate
+        The estimate, its relative standard error and ESS.  A single row or column gives
+        the exact count 1.
+
+    Raises
+    ------
+    ValueError
+        If SIS does not apply to ``release``, the margins disagree, or ``n`` or
+        ``proposal`` is invalid.
+    TypeError
+        If ``rng`` is not a ``numpy.random.Generator``.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When the estimate is not :attr:`CountEstimate.reliable`.
+    """
     why = applies(release)
     if why is not None:
         raise ValueError(why)

@@ -78,7 +78,19 @@ class _Resampling(Mechanism):
     def inputs(self, release) -> Inputs:
         """The routes' inputs: ``joint_model(max_values) -> JointModel`` (the exact joint
         likelihood by groups; only its refusal past ``max_values`` (cell, value) pairs) and
-        ``cells`` (the per-cell likelihood windows)."""
+        ``cells`` (the per-cell likelihood windows).
+
+        Parameters
+        ----------
+        release : rk.Release
+            A release of this mechanism.
+
+        Returns
+        -------
+        Inputs
+            ``joint_model`` (:meth:`joint_model` bound to ``release``) and ``cells``
+            (:meth:`cell_windows`), each computed when a route first reads it.
+        """
         return Inputs(joint_model=lambda: functools.partial(self.joint_model, release),
                       cells=lambda: self.cell_windows(release))
 
@@ -92,7 +104,23 @@ class _Resampling(Mechanism):
         raise NotImplementedError             # pragma: no cover
 
     def log_likelihood_cells(self, k, x, n) -> np.ndarray:
-        """log Pr(published k | original x), per cell (broadcasting), -inf if impossible."""
+        """log Pr(published k | original x), per cell (broadcasting), -inf if impossible.
+
+        Parameters
+        ----------
+        k : array_like of int
+            Published values.
+        x : array_like of int
+            Original values.
+        n : array_like of int
+            The table's (or the cell's group's) total n.
+
+        Returns
+        -------
+        ndarray of float64
+            The log-likelihoods, of the broadcast shape of ``k``, ``x`` and ``n``: 0 for
+            x = k = 0, -inf where k is outside x's quality interval or x > n.
+        """
         k = np.asarray(k, dtype=np.int64)
         x = np.asarray(x, dtype=np.int64)
         n = np.asarray(n, dtype=np.int64)
@@ -113,7 +141,19 @@ class _Resampling(Mechanism):
     def cell_windows(self, release):
         """Per distinct (published value, n): the window of originals that can publish it and
         their log-likelihood, and which row each cell uses (the route
-        :class:`~riskengine.inference.cells.IndependentCells`)."""
+        :class:`~riskengine.inference.cells.IndependentCells`).
+
+        Parameters
+        ----------
+        release : rk.Release
+            A release of this mechanism.
+
+        Returns
+        -------
+        riskengine.inference.cells.CellWindows
+            One window per distinct (published value, n), the row of each cell, and
+            what the per-cell likelihood leaves out (``approximation``).
+        """
         P = np.asarray(release.published, dtype=np.int64)
         n = np.broadcast_to(self._n_for_cells(release), P.shape)
         keys = np.stack([P.ravel(), n.ravel()], axis=1)
@@ -149,7 +189,27 @@ class _Resampling(Mechanism):
     def log_likelihood(self, release, originals) -> np.ndarray:
         """Exact log Pr(``release`` | original table), for one original or a stack
         ``(..., *table shape)``; -inf where impossible (an original whose totals differ from
-        the published ones included).  See the module docstring."""
+        the published ones included).  See the module docstring.
+
+        Parameters
+        ----------
+        release : rk.Release
+            A release of this mechanism (validated first).
+        originals : array_like of int
+            One original table, or a stack of them, shape ``(..., *table shape)``.
+
+        Returns
+        -------
+        ndarray of float64
+            The log-likelihoods, of shape ``originals.shape[:-table ndim]`` (0-D for one
+            table).
+
+        Raises
+        ------
+        ValueError
+            If the release is not one of this mechanism, or ``originals`` does not end
+            with the table shape.
+        """
         self.validate_release(release)
         P = np.asarray(release.published, dtype=np.int64)
         X = np.asarray(originals, dtype=np.int64)
@@ -173,7 +233,20 @@ class _Resampling(Mechanism):
         where the published value is in [l(x), u(x)] with the group's n) and the exact
         likelihood.  The support is finite whatever the prior: each group's total is
         published, so its cells lie in 0..n.  With ``max_values``: only the reason
-        (``refusal``) when the groups hold more (cell, value) pairs than that."""
+        (``refusal``) when the groups hold more (cell, value) pairs than that.
+
+        Parameters
+        ----------
+        release : rk.Release
+            A release of this mechanism.
+        max_values : int or float, optional
+            The most (cell, original value) pairs to build the groups for; None: no limit.
+
+        Returns
+        -------
+        riskengine.inference.joint.JointModel
+            The groups, or only a ``refusal`` past ``max_values``.
+        """
         P = np.asarray(release.published, dtype=np.int64).reshape(-1)
         parts = self._joint_groups(release)
         values = sum(len(cells) * (int(n) + 1) for cells, n in parts)

@@ -44,6 +44,14 @@ class BinomialPerturbation(_Resampling):
 
     ``preserve``: restore the grand total ("total"), every row total ("rows") or
     every column total ("columns") of a 2-D table.
+
+    Parameters
+    ----------
+    S : float > 0
+        The quality bound, in standard deviations: a cell x > 0 is published within its
+        quality interval, |published - x| <= S sqrt(x (1 - x/n)).
+    preserve : {"total", "rows", "columns"}, default "total"
+        The totals restored by the compensation stage (and published).
     """
 
     name = "binomial"
@@ -75,7 +83,19 @@ class BinomialPerturbation(_Resampling):
     @classmethod
     def example(cls, table=None, rng=None) -> Example:
         """The shared 3 x 3 table of small counts at S = 2; ``rng``: S = 3 and a random
-        preserved total (the grand total, the row totals or the column totals)."""
+        preserved total (the grand total, the row totals or the column totals).
+
+        Parameters
+        ----------
+        table : rk.Table, optional
+            The example's table (default: the shared 3 x 3 table).
+        rng : numpy.random.Generator, optional
+            Draw the preserved total with it (S = 3); None: S = 2, the grand total.
+
+        Returns
+        -------
+        Example
+        """
         table = counts_3x3() if table is None else table
         params = {"S": 2.0} if rng is None else {
             "S": 3.0, "preserve": str(rng.choice(["total", "rows", "columns"]))}

@@ -58,6 +58,18 @@ def _round_half_up(a):
 class Bootstrap(_Resampling):
     """Heer's bootstrap: average of M bootstrap tables, rounded, with quality bound S.
 
+    Parameters
+    ----------
+    M : int >= 1
+        Number of multinomial(n, x/n) tables drawn and averaged.
+    S : float > 0
+        The quality bound, in standard deviations: every cell x > 0 must be published
+        within its quality interval, |published - x| <= S sqrt(x (1 - x/n)), else the
+        whole draw is regenerated.
+    max_regenerations : int >= 1, default 100000
+        Most draws :meth:`protect` tries before it raises ``RuntimeError`` (not a public
+        parameter of the release: :meth:`to_dict` leaves it out).
+
     Examples
     --------
     >>> import numpy as np, riskengine as rk
@@ -80,8 +92,20 @@ class Bootstrap(_Resampling):
 
     @classmethod
     def example(cls, table=None, rng=None) -> Example:
-        """The shared 3 x 3 table of small counts, M = 3 regenerations at S = 2; ``rng``:
-        M = 2, S = 3."""
+        """The shared 3 x 3 table of small counts, M = 3 bootstrap tables at S = 2;
+        ``rng``: M = 2, S = 3.
+
+        Parameters
+        ----------
+        table : rk.Table, optional
+            The example's table (default: the shared 3 x 3 table).
+        rng : numpy.random.Generator, optional
+            Not drawn from: any generator gives M = 2, S = 3; None: M = 3, S = 2.
+
+        Returns
+        -------
+        Example
+        """
         table = counts_3x3() if table is None else table
         return Example(cls, table, {"M": 3, "S": 2.0} if rng is None else {"M": 2, "S": 3.0})
 

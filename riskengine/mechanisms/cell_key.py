@@ -99,7 +99,19 @@ def entry_windows(release) -> win.EntryWindows:
     """Every published cell and total: the originals within the p-table's perturbations of
     its published value, with log Pr(published | original).  An entry holding the same
     records as an earlier one (a size-1 dim summed away) gets weight 1 on the same window:
-    it is the same cell with the same key."""
+    it is the same cell with the same key.
+
+    Parameters
+    ----------
+    release : rk.Release
+        A cell-key release (its mechanism's ``ptable`` is read).
+
+    Returns
+    -------
+    riskengine.inference.windows.EntryWindows
+        The windows of the interior and of every published total; ``approximation``
+        says why the likelihood is approximate when a total is published.
+    """
     pt = release.mechanism.ptable
     W = pt.vmax - pt.vmin + 1
     lo, lw, seen = {}, {}, {}
@@ -165,12 +177,43 @@ class CellKey(Mechanism):
 
     @classmethod
     def from_matrix(cls, matrix) -> CellKey:
-        """The cell key method with the literal p-table ``matrix`` (:meth:`PTable.from_matrix`)."""
+        """The cell key method with the literal p-table ``matrix`` (:meth:`PTable.from_matrix`).
+
+        Parameters
+        ----------
+        matrix : 2-D array_like or dict
+            ``M[i][j] = Pr(published j | original i)``, i = 0..top (the last row applies
+            to every larger count): a 2-D array, or ``{i: {j: p}}``.
+
+        Returns
+        -------
+        CellKey
+        """
         return cls(ptable=PTable.from_matrix(matrix))
 
     @classmethod
     def design(cls, D, V, js=0, pstay=None, mono=True, variance="exact") -> CellKey:
-        """The cell key method with ptable's maximum-entropy p-table (:meth:`PTable.design`)."""
+        """The cell key method with ptable's maximum-entropy p-table (:meth:`PTable.design`).
+
+        Parameters
+        ----------
+        D : int
+            The largest perturbation |published - original| (>= 1).
+        V : float
+            The perturbation variance (> 0).
+        js : int, default 0
+            No positive count up to ``js`` is published (>= 0).
+        pstay : float, optional
+            Lower bound of the probability of keeping the original count, in (0, 1).
+        mono : bool, default True
+            Probabilities rise from the lowest published value up to the original.
+        variance : {"exact", "at_most"}, default "exact"
+            Every row has variance V, or at most V (the ptable package's problem).
+
+        Returns
+        -------
+        CellKey
+        """
         return cls(D=D, V=V, js=js, pstay=pstay, mono=mono, variance=variance)
 
     def _params(self) -> dict:
@@ -182,7 +225,19 @@ class CellKey(Mechanism):
     @classmethod
     def example(cls, table=None, rng=None) -> Example:
         """The shared 3 x 3 table of small counts with a p-table of D = 2, V = 1; ``rng``:
-        D = 1 or 2 and V between 0.3 and 0.6."""
+        D = 1 or 2 and V between 0.3 and 0.6.
+
+        Parameters
+        ----------
+        table : rk.Table, optional
+            The example's table (default: the shared 3 x 3 table).
+        rng : numpy.random.Generator, optional
+            Draw D and V with it; None: D = 2, V = 1.
+
+        Returns
+        -------
+        Example
+        """
         table = counts_3x3() if table is None else table
         params = {"D": 2, "V": 1.0} if rng is None else {
             "D": int(rng.integers(1, 3)), "V": float(rng.uniform(0.3, 0.6))}
@@ -191,7 +246,20 @@ class CellKey(Mechanism):
     # --- protection ----------------------------------------------------------------------
     @staticmethod
     def record_keys(n: int, rng: np.random.Generator) -> np.ndarray:
-        """``n`` record keys, uniform on [0, 1) (on the 2^-52 grid the keys are held on)."""
+        """``n`` record keys, uniform on [0, 1) (on the 2^-52 grid the keys are held on).
+
+        Parameters
+        ----------
+        n : int
+            Number of keys (>= 0).
+        rng : numpy.random.Generator
+            The source of randomness.
+
+        Returns
+        -------
+        ndarray of float64, shape (n,)
+            The keys.
+        """
         n = V.integer(n, "n", 0)
         return Mechanism._rng(rng).integers(0, 2 ** _BITS, n).astype(float) / _SCALE
 
@@ -201,10 +269,26 @@ class CellKey(Mechanism):
         """``(table, keys)`` from microdata: the counts of each cell and each cell's key (the
         fractional part of the sum of its records' keys; 0 for an empty cell).
 
-        ``records``: a DataFrame or dict of columns, one row per record; ``dims``: the
-        columns that classify a record; ``categories``: ``{dim: [labels in order]}``
-        (default: the sorted labels of the data); ``margins``: the published totals, as
-        in :class:`~riskengine.Table`."""
+        Parameters
+        ----------
+        records : pandas.DataFrame or dict of columns
+            The microdata, one row per record.
+        dims : str or sequence of str
+            The columns that classify a record (the table's dims).
+        record_key : str, default "record_key"
+            The column holding each record's key in [0, 1).
+        categories : dict, optional
+            ``{dim: [labels in order]}`` (default: the sorted labels of the data).
+        margins : optional
+            The published totals, as in :class:`~riskengine.Table`.
+
+        Returns
+        -------
+        table : rk.Table
+            The counts of each cell, labelled by the categories.
+        keys : ndarray of float64
+            Each cell's key, of the table's shape.
+        """
         cols = _columns(records)
         dims = (dims,) if isinstance(dims, str) else tuple(str(d) for d in dims)
         if not dims or len(set(dims)) != len(dims):
@@ -255,7 +339,22 @@ class CellKey(Mechanism):
         DataArray), e.g. from :meth:`tabulate`; an empty cell's key is 0 whatever is
         given (it has no records).  Without ``keys``, each nonempty cell's key is drawn
         from ``rng`` (uniform, as the fractional part of a sum of uniform record keys
-        is).  A total's key is the fractional part of the sum of its cells' keys."""
+        is).  A total's key is the fractional part of the sum of its cells' keys.
+
+        Parameters
+        ----------
+        table : rk.Table or array_like
+            The original table of counts.
+        rng : numpy.random.Generator, optional
+            Draws the cells' keys when ``keys`` is not given (then it is required).
+        keys : array_like or xarray.DataArray, optional
+            Each cell's key in [0, 1).
+
+        Returns
+        -------
+        rk.Release
+            The perturbed cells in ``published`` and the perturbed totals in ``margins``.
+        """
         table = count_table(table, self.describe())
         if keys is None:
             rng = self._rng(rng)
@@ -276,7 +375,26 @@ class CellKey(Mechanism):
     def protect_records(self, records, dims, record_key: str = "record_key",
                         categories: dict | None = None, margins=None):
         """The release of the table of ``records`` (:meth:`tabulate`): the same records give
-        the same perturbation in every table they are tabulated into."""
+        the same perturbation in every table they are tabulated into.
+
+        Parameters
+        ----------
+        records : pandas.DataFrame or dict of columns
+            The microdata, one row per record.
+        dims : str or sequence of str
+            The columns that classify a record.
+        record_key : str, default "record_key"
+            The column holding each record's key.
+        categories : dict, optional
+            ``{dim: [labels in order]}`` (default: the sorted labels of the data).
+        margins : optional
+            The published totals, as in :class:`~riskengine.Table`.
+
+        Returns
+        -------
+        rk.Release
+            :meth:`protect` of the tabulated table with the cells' keys.
+        """
         table, keys = self.tabulate(records, dims, record_key, categories, margins)
         return self.protect(table, keys=keys)
 

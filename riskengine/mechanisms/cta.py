@@ -118,7 +118,21 @@ class ControlledTabularAdjustment(Mechanism):
         """A 3 x 3 table of magnitudes, cells (x, b) and (y, b) sensitive, protected by 3,
         every cell free to move by 10; on another table its smallest cell sensitive,
         protected by 1, every cell free to move by its value (``rng`` varies nothing).
-        CTA has no inference route: the example serves ``riskengine protect``."""
+        CTA has no inference route: the example serves ``riskengine protect``.
+
+        Parameters
+        ----------
+        table : rk.Table, optional
+            The example's table (default: the 3 x 3 table of magnitudes above).
+        rng : numpy.random.Generator, optional
+            Not used.
+
+        Returns
+        -------
+        Example
+            With the ``sensitive``, ``protection`` and ``capacity`` inputs of
+            :meth:`protect`.
+        """
         if table is None:
             table = Table(np.array([[20.5, 5.2, 30.1], [40.3, 8.4, 10.2], [6.1, 25.7, 12.3]]),
                           dims=("v", "w"), coords={"v": ["x", "y", "z"], "w": ["a", "b", "c"]})
@@ -130,7 +144,36 @@ class ControlledTabularAdjustment(Mechanism):
                                            "capacity": np.asarray(table.values, float)})
 
     def protect(self, table, rng=None, *, sensitive, protection, capacity, upper=None):
-        """The adjusted release (``rng`` is not used: CTA is deterministic)."""
+        """The adjusted release (``rng`` is not used: CTA is deterministic).
+
+        :func:`riskengine.cta` with this mechanism's public parameters.
+
+        Parameters
+        ----------
+        table : Table, Contributions or array-like
+            The original table with its totals structure.
+        rng : numpy.random.Generator, optional
+            Not used.
+        sensitive : array-like of bool or xarray.Dataset
+            Sensitive cells, as for :func:`riskengine.cta`.
+        protection : float or array-like
+            Protection levels of the sensitive cells.
+        capacity : float or array-like
+            Largest move of each nonsensitive cell.
+        upper : float or array-like, optional
+            Largest move of each sensitive cell (default as for :func:`riskengine.cta`).
+
+        Returns
+        -------
+        rk.Release
+            Adjusted interior in ``published``, adjusted totals in ``margins``.
+
+        Raises
+        ------
+        ValueError
+            If the mechanism's ``over`` is ``"custom"`` or its ``directions`` ``"given"``
+            (they describe a release: protect with :func:`riskengine.cta`).
+        """
         if self.over == "custom":
             raise ValueError("over='custom' describes a release; protect with rk.cta(over=mask)")
         if self.directions == "given":
@@ -148,6 +191,18 @@ class ControlledTabularAdjustment(Mechanism):
 @dataclass(frozen=True, eq=False)
 class CTAResult:
     """The adjusted release and how it was found.
+
+    Built by :func:`cta` and :func:`cta_bivariate`.
+
+    Parameters
+    ----------
+    release, adjustment, y, directions, objective, status, gap, stats
+        The attributes below, in this order.
+    system : TabularSystem
+        The tabular system of the table (interior, totals, subtotals): the order of ``y``
+        and ``directions``.
+    original : ndarray
+        The original values on every cell of ``system``.
 
     Attributes
     ----------
@@ -188,6 +243,15 @@ class BivariateCTAResult:
     ``stats``: percent changes of covariance, correlation, regression coefficient of
     ``b`` on ``a``, ``Var(a)``, ``Var(b)`` (the columns of seed 002 Table 1) and the
     original correlation.
+
+    Parameters
+    ----------
+    a, b : CTAResult
+        The adjustments of the first and the second table.
+    history : tuple of float
+        ``|dCov|`` after the univariate start and after each alternating step.
+    stats : xarray.Dataset
+        Seed 002's statistics (above).
     """
 
     a: CTAResult
@@ -278,6 +342,47 @@ def cta_bivariate(table_a, table_b, sensitive_a, protection_a, capacity_a, sensi
     bounds the alternating steps, ``rtol`` stops them once ``|dCov|`` is below
     ``rtol * |Cov(a, b)|``.  ``directions="ordering"`` fixes each table's directions
     by the ordering heuristic in every step (LPs only).
+
+    Parameters
+    ----------
+    table_a, table_b : Table, Contributions or array-like
+        The two original tables, with the same dims, shape and totals.
+    sensitive_a, sensitive_b : array-like of bool or xarray.Dataset
+        Each table's sensitive cells.
+    protection_a, protection_b : float or array-like
+        Each table's protection levels.
+    capacity_a, capacity_b : float or array-like
+        Each table's capacities (largest move of a nonsensitive cell).
+    objective : {"abs", "relative"}, default "abs"
+        The objective, as for :func:`riskengine.cta`.
+    preserve : sequence of {"mean", "variance"}, default ("mean", "variance")
+        Quality constraints, for both tables.
+    over : {"interior", "sensitive", "all"} or array-like of bool, default "interior"
+        The cells over which ``preserve`` holds (the same cells in both tables).
+    epsilon : float, default 0.0
+        ``|L(y)| <= epsilon`` for ``"variance"``.
+    directions : {"milp", "ordering"}, default "milp"
+        Directions of the sensitive cells by MILP, or fixed by the ordering heuristic.
+    max_iter : int, default 6
+        Largest number of alternating steps.
+    rtol : float, default 1e-3
+        Stop once ``|dCov|`` is below ``rtol * |Cov(a, b)|``.
+    time_limit : float, optional
+        Seconds for HiGHS, per solve.
+    rule : str, optional
+        The sensitivity rule, recorded in the (public) mechanism.
+
+    Returns
+    -------
+    BivariateCTAResult
+        Both adjustments (one :class:`CTAResult` each), the ``|dCov|`` history and seed
+        002's statistics.
+
+    Raises
+    ------
+    ValueError
+        If ``directions`` is not ``"milp"`` or ``"ordering"``, the tables differ in dims,
+        shape or totals, or ``over`` selects different cells in the two tables.
 
     Examples
     --------

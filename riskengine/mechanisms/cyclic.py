@@ -113,7 +113,20 @@ class CyclicPerturbation(Mechanism):
     def example(cls, table=None, rng=None) -> Example:
         """Seed 003's 4 x 4 table with the diagonal cycles and alpha = beta = 1/4; on
         another 2-D table the diagonal design (square) or the staircase; ``rng``: the
-        staircase, alpha = 0.3, beta = 0.2 and a random zero rule."""
+        staircase, alpha = 0.3, beta = 0.2 and a random zero rule.
+
+        Parameters
+        ----------
+        table : rk.Table, optional
+            A 2-D table (default: seed 003's 4 x 4 table); ``ValueError`` otherwise.
+        rng : numpy.random.Generator, optional
+            Draw the zero rule with it (and use the parameters above); None: seed 003's.
+
+        Returns
+        -------
+        Example
+            With the parameter ``design`` (a name of ``rk.cycles.DESIGNS``) for the cycles.
+        """
         if table is None:
             table = Table(S003.ORIGINAL_2D, dims=("v", "w"),
                           coords={"v": [f"v_{i}" for i in range(1, 5)],
@@ -138,7 +151,22 @@ class CyclicPerturbation(Mechanism):
         return bool(np.any(state[c < 0] == 0)), bool(np.any(state[c > 0] == 0))
 
     def protect(self, table, rng: np.random.Generator):
-        """Perturb ``table`` (an rk.Table of counts) and return the Release."""
+        """Perturb ``table`` (an rk.Table of counts) and return the Release.
+
+        Parameters
+        ----------
+        table : rk.Table or array_like
+            The original table of counts, of the cycles' table shape; every cycle keeps
+            its published margins.
+        rng : numpy.random.Generator
+            The only source of randomness: one uniform draw per cycle, in order.
+
+        Returns
+        -------
+        rk.Release
+            The perturbed table in ``published`` and the table's totals (unchanged) in
+            ``margins``.
+        """
         table = count_table(table, self.describe())
         self._check_shape(table.shape, table.dims, table.margins)
         state = self._simulate(table.values, self._rng(rng))
@@ -189,7 +217,25 @@ class CyclicPerturbation(Mechanism):
     # --- likelihood -----------------------------------------------------------------
     def likelihood(self, release, original) -> float:
         """Pr(release | original): the sum over every sign vector that maps original to
-        the published table of its path probability (0 when none does)."""
+        the published table of its path probability (0 when none does).
+
+        Parameters
+        ----------
+        release : rk.Release
+            A release of this mechanism.
+        original : rk.Table or array_like of int
+            A candidate original table, of the release's shape.
+
+        Returns
+        -------
+        float
+            Pr(release | original).
+
+        Raises
+        ------
+        ValueError
+            If ``original`` does not have the release's shape.
+        """
         t = original.values if isinstance(original, Table) else V.count_array(original, "original")
         if t.shape != release.shape:
             raise ValueError(f"original has shape {t.shape}, the release {release.shape}")
@@ -207,7 +253,28 @@ class CyclicPerturbation(Mechanism):
     def from_config(cls, spec: dict, shape=None, dims=None):
         """Parameters as in the constructor, or ``design`` (a name of ``rk.cycles.DESIGNS``,
         default ``"diagonal"``) instead of ``cycles``, built for the table's ``shape``;
-        ``alpha`` and ``beta`` default to seed 003's 1/4."""
+        ``alpha`` and ``beta`` default to seed 003's 1/4.
+
+        Parameters
+        ----------
+        spec : dict
+            Parameter name -> value: ``cycles`` or ``design``, ``alpha``, ``beta``,
+            ``rule``.
+        shape : tuple, optional
+            The table's shape, needed to build a ``design``.
+        dims : tuple, optional
+            Not used (accepted as for every mechanism).
+
+        Returns
+        -------
+        CyclicPerturbation
+
+        Raises
+        ------
+        ValueError
+            On an unknown parameter, both ``design`` and ``cycles``, or a ``design``
+            without ``shape``.
+        """
         spec = dict(spec)
         valid = [*cls.parameters(), "design"]
         bad = [k for k in spec if k not in valid]

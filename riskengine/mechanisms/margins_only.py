@@ -30,7 +30,24 @@ __all__ = ["MarginsOnly", "exact_bounds", "frechet_bounds"]
 
 
 def entry_windows(release) -> win.EntryWindows:
-    """Every published total exact; every cell free up to the totals containing it."""
+    """Every published total exact; every cell free up to the totals containing it.
+
+    Parameters
+    ----------
+    release : rk.Release
+        A margins-only release.
+
+    Returns
+    -------
+    riskengine.inference.windows.EntryWindows
+        Each published total's exact window (its value) and each cell's flat window
+        from 0 to the smallest total containing it.
+
+    Raises
+    ------
+    ValueError
+        If a cell is in no published total (its value is unbounded).
+    """
     return win.from_published(release, {k: win.exact(v) for k, v in release.margins.items()})
 
 
@@ -61,11 +78,36 @@ class MarginsOnly(Mechanism):
 
     @classmethod
     def example(cls, table=None, rng=None) -> Example:
-        """The shared 3 x 3 table of small counts (no parameters to vary)."""
+        """The shared 3 x 3 table of small counts (no parameters to vary).
+
+        Parameters
+        ----------
+        table : rk.Table, optional
+            The example's table (default: the shared 3 x 3 table).
+        rng : numpy.random.Generator, optional
+            Not used: the mechanism has no parameters.
+
+        Returns
+        -------
+        Example
+        """
         return Example(cls, counts_3x3() if table is None else table)
 
     def protect(self, table, rng=None):
-        """The release: the table's totals, no interior (``rng`` is not used)."""
+        """The release: the table's totals, no interior (``rng`` is not used).
+
+        Parameters
+        ----------
+        table : rk.Table or array_like
+            The original table of counts.
+        rng : numpy.random.Generator, optional
+            Not used.
+
+        Returns
+        -------
+        rk.Release
+            ``published=None``; ``margins``: the table's totals (``table.totals()``).
+        """
         table = count_table(table, self.describe())
         return Release(published=None, margins=table.totals(), mechanism=self, dims=table.dims,
                        coords=table.coords, kind="count")

@@ -148,7 +148,23 @@ def entry_windows(release, reach: dict | None = None) -> win.EntryWindows:
     and the originals from ``c - down`` (cut at 0) to ``c + up`` with their exact
     log-likelihood.  ``reach``: ``{block: (down, up)}`` (arrays of the block's shape);
     default: the full window (all but a relative ``_TAIL`` of each entry's likelihood)
-    on both sides."""
+    on both sides.
+
+    Parameters
+    ----------
+    release : rk.Release
+        A noisy-counts release (its mechanism's ``distribution``, ``scale`` and ``clip``
+        are read).
+    reach : dict, optional
+        ``{block: (down, up)}``, the window's extent below and above ``c`` per entry
+        (blocks keyed by the dims they keep); None: the full window.
+
+    Returns
+    -------
+    riskengine.inference.windows.EntryWindows
+        The windows of the interior and of every published total (log-likelihood
+        ``-inf`` past an entry's own window).
+    """
     mech = release.mechanism
     noise = _Noise(mech.distribution, mech.scale)
     lo, lw = {}, {}
@@ -329,6 +345,7 @@ class NoisyCounts(Mechanism):
     Parameters
     ----------
     distribution : {"geometric", "discrete_gaussian"}
+        The noise's law: two-sided geometric or discrete Gaussian.
     scale : float > 0
         ``b`` of the geometric noise (epsilon = 1 / b), or ``sigma`` of the discrete
         Gaussian.
@@ -363,7 +380,19 @@ class NoisyCounts(Mechanism):
     def example(cls, table=None, rng=None) -> Example:
         """The shared 3 x 3 table of small counts with geometric noise of scale 0.3,
         clipped at 0 (narrow windows: the exact DP answers); ``rng``: geometric noise of
-        scale 0.3 to 0.8 or discrete Gaussian of scale 0.5 to 2, clipped or not."""
+        scale 0.3 to 0.8 or discrete Gaussian of scale 0.5 to 2, clipped or not.
+
+        Parameters
+        ----------
+        table : rk.Table, optional
+            The example's table (default: the shared 3 x 3 table).
+        rng : numpy.random.Generator, optional
+            Draw the distribution, scale and clipping with it; None: the parameters above.
+
+        Returns
+        -------
+        Example
+        """
         table = counts_3x3() if table is None else table
         if rng is None:
             params = {"distribution": "geometric", "scale": 0.3, "clip": True}
@@ -376,7 +405,21 @@ class NoisyCounts(Mechanism):
         return Example(cls, table, params)
 
     def protect(self, table, rng: np.random.Generator):
-        """Add independent noise to every cell and every published total of ``table``."""
+        """Add independent noise to every cell and every published total of ``table``.
+
+        Parameters
+        ----------
+        table : rk.Table or array_like
+            The original table of counts.
+        rng : numpy.random.Generator
+            The only source of randomness (same state, same release).
+
+        Returns
+        -------
+        rk.Release
+            The noisy cells in ``published`` and the noisy totals in ``margins`` (clipped
+            at 0 when ``clip``).
+        """
         table = count_table(table, self.describe())
         rng = self._rng(rng)
         noise = _Noise(self.distribution, self.scale)

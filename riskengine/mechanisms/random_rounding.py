@@ -53,7 +53,18 @@ def round_randomly(x, B: int, rng: np.random.Generator) -> np.ndarray:
 
 def entry_windows(release) -> win.EntryWindows:
     """Every published cell and total: its 2B - 1 possible originals with the exact log
-    probability of rounding to the published multiple."""
+    probability of rounding to the published multiple.
+
+    Parameters
+    ----------
+    release : rk.Release
+        A random-rounding release (its mechanism's ``base`` is read).
+
+    Returns
+    -------
+    riskengine.inference.windows.EntryWindows
+        The windows of the interior and of every published total.
+    """
     B = release.mechanism.base
     lo, lw = {}, {}
     for keep, val in [(release.dims, release.published), *release.margins.items()]:
@@ -71,6 +82,7 @@ class RandomRounding(Mechanism):
     Parameters
     ----------
     base : int >= 2
+        The rounding base B: every cell and total is published as a multiple of it.
     """
 
     name = "random_rounding"
@@ -91,12 +103,37 @@ class RandomRounding(Mechanism):
 
     @classmethod
     def example(cls, table=None, rng=None) -> Example:
-        """The shared 3 x 3 table of small counts rounded to base 3; ``rng``: base 2 to 4."""
+        """The shared 3 x 3 table of small counts rounded to base 3; ``rng``: base 2 to 4.
+
+        Parameters
+        ----------
+        table : rk.Table, optional
+            The example's table (default: the shared 3 x 3 table).
+        rng : numpy.random.Generator, optional
+            Draw the base from 2 to 4 with it; None: base 3.
+
+        Returns
+        -------
+        Example
+        """
         table = counts_3x3() if table is None else table
         return Example(cls, table, {"base": 3 if rng is None else int(rng.integers(2, 5))})
 
     def protect(self, table, rng: np.random.Generator):
-        """Round every cell and every published total of ``table`` independently."""
+        """Round every cell and every published total of ``table`` independently.
+
+        Parameters
+        ----------
+        table : rk.Table or array_like
+            The original table of counts.
+        rng : numpy.random.Generator
+            The only source of randomness (same state, same release).
+
+        Returns
+        -------
+        rk.Release
+            The rounded cells in ``published`` and the rounded totals in ``margins``.
+        """
         table = count_table(table, self.describe())
         rng = self._rng(rng)
         B = self.base

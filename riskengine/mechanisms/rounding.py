@@ -67,7 +67,20 @@ def log_round_prob(t, R, B):
 def entry_windows(release) -> win.EntryWindows:
     """Every interior cell and published total: the 2B - 1 values within B - 1 of its
     published multiple, flat (``"feasible"``) or weighted by the marginal rounding
-    probability (``"unbiased"``)."""
+    probability (``"unbiased"``).
+
+    Parameters
+    ----------
+    release : rk.Release
+        A controlled-rounding release (its mechanism's ``base`` and ``likelihood`` are
+        read).
+
+    Returns
+    -------
+    riskengine.inference.windows.EntryWindows
+        The windows of the interior and of every published total; ``approximation``
+        names the product-of-marginals likelihood when it is ``"unbiased"``.
+    """
     mech = release.mechanism
     B = mech.base
     loglik = (lambda v, p: log_round_prob(v, p, B)) if mech.likelihood == "unbiased" else None
@@ -97,6 +110,7 @@ class ControlledRounding(Mechanism):
     Parameters
     ----------
     base : int >= 2
+        The rounding base B: every cell and total is published as a multiple of it.
     method : {"unbiased", "optimal"}
         Protection procedure (Cox 1987 random rounding; Cox-Ernst optimal rounding).
     zero_restricted : bool
@@ -146,7 +160,20 @@ class ControlledRounding(Mechanism):
     @classmethod
     def example(cls, table=None, rng=None) -> Example:
         """The shared 3 x 3 table of small counts rounded to base 3; ``rng``: base 2 or 3,
-        the optimal method and either likelihood."""
+        the optimal method and either likelihood.
+
+        Parameters
+        ----------
+        table : rk.Table, optional
+            The example's table (default: the shared 3 x 3 table).
+        rng : numpy.random.Generator, optional
+            Draw the base (2 or 3) and the likelihood with it; None: base 3 and the
+            defaults.
+
+        Returns
+        -------
+        Example
+        """
         table = counts_3x3() if table is None else table
         params = {"base": 3} if rng is None else {
             "base": int(rng.integers(2, 4)), "method": "optimal",

@@ -107,7 +107,23 @@ def suppress(table, sensitive, protection=None, method: str = "heuristic",
 def entry_windows(release) -> win.EntryWindows:
     """Published cells and totals exact; a suppressed cell from 0 up to the totals that
     contain it; a suppressed total on the integer range of its LP interval (the audit's),
-    flat."""
+    flat.
+
+    Parameters
+    ----------
+    release : rk.Release
+        A cell-suppression release of counts.
+
+    Returns
+    -------
+    riskengine.inference.windows.EntryWindows
+        The windows of the interior and of every total.
+
+    Raises
+    ------
+    ValueError
+        If the release holds magnitudes, or a suppressed entry is unbounded.
+    """
     if release.kind != "count":
         raise ValueError("posterior over integer completions needs a count release; this "
                          "release holds magnitudes: use rk.audit for its feasible intervals")
@@ -146,6 +162,8 @@ class CellSuppression(Mechanism):
         Minimise the total value or the number of suppressed cells.
     suppress_zeros : bool
         Whether zero cells may serve as complementary suppressions.
+    suppress_totals : bool
+        Whether totals and subtotals may be suppressed (default: every total published).
 
     Examples
     --------
@@ -182,7 +200,20 @@ class CellSuppression(Mechanism):
     def example(cls, table=None, rng=None) -> Example:
         """A 3 x 3 table with every total published, cell (x, a) sensitive and protected
         by half of every cell's value; on another table its smallest cell sensitive,
-        protected by 1 (the heuristic method: ``rng`` varies nothing)."""
+        protected by 1 (the heuristic method: ``rng`` varies nothing).
+
+        Parameters
+        ----------
+        table : rk.Table, optional
+            The example's table (default: the 3 x 3 table above).
+        rng : numpy.random.Generator, optional
+            Not used.
+
+        Returns
+        -------
+        Example
+            With the ``sensitive`` and ``protection`` inputs of :meth:`protect`.
+        """
         if table is None:
             values = np.array([[20, 10, 20], [10, 10, 20], [40, 10, 10]])
             table = Table(values, dims=("v", "w"),
@@ -198,7 +229,30 @@ class CellSuppression(Mechanism):
     def protect(self, table, rng=None, *, sensitive, protection=None, groups=None,
                 time_limit: float | None = None):
         """Suppress ``sensitive`` cells and complements (``rng`` is not used: the method is
-        deterministic).  See :func:`riskengine.suppress`."""
+        deterministic).  See :func:`riskengine.suppress`.
+
+        Parameters
+        ----------
+        table : rk.Table, rk.Contributions, array or xarray.DataArray
+            Nonnegative magnitudes or counts; its ``margins`` are published.
+        rng : numpy.random.Generator, optional
+            Not used.
+        sensitive : bool array, or the Dataset of :func:`riskengine.sensitivity.assess`
+            Primary suppressions, as for :func:`riskengine.suppress`.
+        protection : array, scalar or a pair ``(lower, upper)``, optional
+            Protection each sensitive cell needs below / above its value.
+        groups : dict, optional
+            One level of subtotals, ``{dim: [[category indices], ...]}``.
+        time_limit : float, optional
+            Seconds for ``method="optimal"``.
+
+        Returns
+        -------
+        rk.Release
+            Suppressed cells are NaN (interior in ``published``, totals in ``margins``);
+            ``release.info``: number and value of suppressed cells (all, sensitive,
+            complementary, totals) and the solver's information.
+        """
         if isinstance(table, Contributions):
             table = table.table
         if not isinstance(table, Table):

@@ -24,7 +24,6 @@ import numpy as np
 import xarray as xr
 
 import riskengine as rk
-from riskengine.inference.gibbs import BlockGibbs
 from riskengine.inference.resolve import route_for
 
 
@@ -98,9 +97,9 @@ MC_ROUTE = {"bootstrap": "mcmc", "binomial": "mcmc"}
 SCALING = [(4, 6), (8, 12), (12, 18), (16, 24), (20, 30), (24, 36)]
 
 
-def _gibbs(rel, **kw):
-    base = next(r for r in rel.mechanism.routes if r.name == "gibbs")
-    return BlockGibbs(base._windows, **kw)
+def _gibbs(rel, prior, **kw):
+    """The release's Gibbs route with these chain settings (rk.MonteCarlo's)."""
+    return rk.posterior(rel, prior, route="gibbs", memory=4e9, mcmc=rk.MonteCarlo(**kw))
 
 
 def _indicator_mcse(chains, lo, hi):
@@ -165,7 +164,7 @@ def validate(n_tables: int, repeats: int, seed: int = 0):
         exact = rk.posterior(rel, route="dp" if len(rel.dims) == 2 else "enumerate")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            mc = _gibbs(rel, warmup=200, draws=1000).run(rel, rk.priors.Uniform(), memory=4e9)
+            mc = _gibbs(rel, rk.priors.Uniform(), warmup=200, draws=1000)
         lo = int(min(exact.start.min(), mc.start.min()))
         hi = int(max((exact.start + exact.width).max(), (mc.start + mc.width).max()))
         mcse, p_mc = _indicator_mcse(mc.chains, lo, hi)
@@ -191,8 +190,7 @@ def validate(n_tables: int, repeats: int, seed: int = 0):
         for r in range(repeats):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                mc = _gibbs(rel, warmup=200, draws=1000, seed=r).run(
-                    rel, rk.priors.Uniform(), memory=4e9)
+                mc = _gibbs(rel, rk.priors.Uniform(), warmup=200, draws=1000, seed=r)
             mcse, p_mc = _indicator_mcse(mc.chains, lo, hi)
             ests.append(p_mc)
             ses.append(mcse)

@@ -346,9 +346,14 @@ class Route:
         """The exact number of candidate originals with positive prior weight."""
         raise NotImplementedError(f"route {self.name!r} does not count candidates")
 
+    #: why the route cannot count its candidates although it has a posterior (e.g.
+    #: "infinitely many candidates" under unbounded noise); empty: no such reason
+    uncountable: str = ""
+
     @property
     def counts(self) -> bool:
-        return type(self).count is not Route.count
+        """Whether the route counts candidates (it implements :meth:`count`)."""
+        return type(self).count is not Route.count and not self.uncountable
 
     def __repr__(self) -> str:
         return f"<route {self.name}>"

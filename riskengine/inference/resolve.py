@@ -62,7 +62,10 @@ def select_route(plan: Plan, route: str = "auto", what: str = "posterior"):
     mech = plan.release.mechanism
     routes = tuple(mech.routes)
     if what == "count":
+        why_not = next((r.uncountable for r in routes if r.uncountable), "")
         routes = tuple(r for r in routes if r.counts)
+        if not routes and why_not:
+            raise ValueError(f"{mech.describe()} releases cannot be counted: {why_not}")
     if not routes:
         raise ValueError(f"{mech.describe()} releases have no inference route"
                          f"{' that counts candidates' if what == 'count' and mech.routes else ''}"

@@ -224,6 +224,7 @@ class _Widening:
     the most likely original)."""
 
     _base: type = None
+    uncountable = _INFINITE
 
     def run(self, plan, *, count=True):
         release = plan.release
@@ -287,8 +288,6 @@ class _Widening:
                     noise_window=int(max(max(int(r.max(initial=0)) for r in rs)
                                          for rs in reach.values())))
 
-    def count(self, plan):
-        raise ValueError(_INFINITE)
 
 
 class _NoiseDP(_Widening, TableDP):

@@ -318,6 +318,9 @@ def test_candidates_are_infinitely_many():
     rel = rk.NoisyCounts("discrete_gaussian", 0.7).protect(t, np.random.default_rng(4))
     with pytest.raises(ValueError, match="infinitely many candidates"):
         rk.count_candidates(rel)
+    assert not any(r.counts for r in rel.mechanism.routes)     # rk.routes() says so too
+    routes = rk.routes()
+    assert not routes[routes["mechanism"] == "noisy_counts"]["counts"].any()
     post = rk.posterior(rel)
     assert post.n_candidates is None
     assert post.attrs["n_candidates_note"].startswith("every nonnegative table has positive "

@@ -60,6 +60,8 @@ def risk_report(post, rel, ds, level: float) -> str:
                                    else "not computed by this route"))
     if post.diagnostics is not None:
         out.append(diagnostics_text(post))
+    elif not post.exact:                  # an approximate likelihood: said where it is read
+        out.append(f"APPROXIMATE: {post.attrs['approximation']}")
     if truth is not None:
         pe = ds["prob_exact"].values
         out.append(f"expected exactly disclosed cells: {pe.sum():.3f} of {pe.size}; "

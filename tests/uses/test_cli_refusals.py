@@ -262,3 +262,23 @@ def test_a_misspelt_param_lists_the_valid_keys(tmp_path, capsys):
         line = one_line_error(capsys)
         assert msg in line and "__init__" not in line
     assert not (tmp_path / "r.json").exists()
+
+
+def test_an_approximate_likelihood_is_named_in_the_text_and_the_report(tmp_path, capsys):
+    """A binomial release assessed by the independent-cells route (the cells' dependence
+    through the compensation stage left out) says APPROXIMATE, with what is approximated,
+    in the command's text, the written posterior and the report - not only in attrs."""
+    t = rk.Table(np.array([[5, 3, 2], [4, 6, 1]]), dims=("v", "w"))
+    rel = rk.BinomialPerturbation(2.0).protect(t, np.random.default_rng(2))
+    path = tmp_path / "rel.json"
+    rel.save(path)
+    out = tmp_path / "out"
+    assert main(["assess", str(path), "--route", "cells", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    post = rk.posterior(rel, route="cells")
+    assert not post.exact and post.attrs["approximation"]
+    assert f"APPROXIMATE: {post.attrs['approximation']}" in text
+    ds = xr.open_dataset(out / "posterior.nc")
+    assert ds.attrs["approximation"] == post.attrs["approximation"]
+    html = (out / "assess.html").read_text(encoding="utf-8")
+    assert "APPROXIMATE" in html

@@ -108,6 +108,14 @@ class Table:
                              f"dimensions (shape {arr.shape})")
         if len(set(dims)) != len(dims):
             raise ValueError(f"dims must be distinct, got {dims}")
+        if arr.size == 0:
+            empty = [d for d, n in zip(dims, arr.shape) if n == 0]
+            raise ValueError(f"a table needs at least one category in every dim; dim "
+                             f"{empty[0]!r} has none (shape {arr.shape})")
+        if arr.dtype == bool:
+            raise TypeError("table data must be counts or magnitudes, got a boolean array "
+                            "(a mask?): convert it with .astype(int) if True/False are "
+                            "counts of 1 and 0")
         if kind is None:
             af = np.asarray(arr, dtype=float) if arr.dtype != object else None
             kind = "count" if (af is not None and np.all(np.isfinite(af))

@@ -132,3 +132,17 @@ def test_protect_same_seed_same_release_and_margins_kept():
         assert np.array_equal(a.margins[k], v)
     assert a.published.min() >= 0
     assert t.values.flags.writeable is False   # the input is never modified
+
+
+def test_empty_and_boolean_tables_are_refused_at_construction():
+    """A zero-size table would fail later inside a reduction, a boolean array (a mask) is
+    not a table of counts: both refused at once, naming the dim / the dtype (issue 26)."""
+    import numpy as np
+    import pytest
+
+    import riskengine as rk
+    with pytest.raises(ValueError, match="dim 'w' has none"):
+        rk.Table(np.zeros((2, 0), int), dims=("v", "w"))
+    with pytest.raises(TypeError, match="boolean array"):
+        rk.Table(np.array([[True, False], [False, True]]))
+    assert rk.Table(np.array([[True, False]]).astype(int)).values.tolist() == [[1, 0]]

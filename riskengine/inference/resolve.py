@@ -61,6 +61,12 @@ def select_route(plan: Plan, route: str = "auto", what: str = "posterior"):
     """
     mech = plan.release.mechanism
     routes = tuple(mech.routes)
+    if not isinstance(route, str):
+        raise TypeError(f"route must be a str, got {type(route).__name__}")
+    every = [r.name for r in routes]
+    if routes and route not in ("auto", "mcmc", *every):   # a typo first, whatever `what`
+        raise ValueError(f"unknown route {route!r} for {mech.name} releases; known: "
+                         f"{', '.join(['auto'] + every)}")
     if what == "count":
         why_not = next((r.uncountable for r in routes if r.uncountable), "")
         routes = tuple(r for r in routes if r.counts)
@@ -72,8 +78,6 @@ def select_route(plan: Plan, route: str = "auto", what: str = "posterior"):
                          f": {mech.no_route}")
     kind = "count" if what == "count" else "posterior"
     names = [r.name for r in routes]
-    if not isinstance(route, str):
-        raise TypeError(f"route must be a str, got {type(route).__name__}")
     if route == "mcmc":                       # whichever Monte Carlo route the mechanism has
         mc = [r.name for r in routes if not r.exact]
         if not mc:

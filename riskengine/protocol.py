@@ -15,8 +15,8 @@ route): ``applies(plan) -> reason or None``, ``estimate(plan, what) -> Cost``,
 Routes never call the mechanism and never build a ``Posterior``: the resolver and the
 labeller (:mod:`riskengine.inference.resolve`) do, once per call.
 
-This module is a leaf of the package: it imports nothing of riskengine but the memory
-budget, so every layer may import it.  The registry finds a mechanism module by name
+This module is a leaf of the package: it imports nothing of riskengine, so every layer
+may import it.  The registry finds a mechanism module by name
 when it is first asked for (:func:`lookup`), as a plugin system would.
 """
 
@@ -34,7 +34,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from . import _budget
 
 __all__ = ["REGISTRY", "Cost", "Example", "Inputs", "Mechanism", "MonteCarlo", "Plan", "Route",
            "RouteResult", "lookup", "mechanism_from_dict", "register"]

@@ -22,7 +22,6 @@ import doctest
 import importlib
 import inspect
 import types
-from pathlib import Path
 
 from tests.test_layers import EDGES, MODULES, ROOT, _resolve, module_name
 

@@ -252,7 +252,7 @@ class CyclicEnumerate(Route):
     needs = f"the cycle set and its coin (alpha, beta); at most {MAX_CYCLES} cycles (3^m signs)"
 
     def applies(self, plan):
-        release, prior = plan.release, plan.prior
+        release = plan.release
         m = release.mechanism.m
         if m > MAX_CYCLES:
             return (f"{m} cycles: 3^{m} sign vectors, more than enumeration takes on "
@@ -260,13 +260,12 @@ class CyclicEnumerate(Route):
         return None
 
     def estimate(self, plan, what="posterior"):
-        release, prior = plan.release, plan.prior
         pb = problem(plan)
         return Cost(float(pb.G * (2 * pb.K + 1) * 8 * 40),
                     f"group histograms of {pb.G} groups")
 
     def run(self, plan, *, count=True):
-        release, prior, progress, memory = plan.release, plan.prior, plan.progress, plan.memory
+        release, progress = plan.release, plan.progress
         pb = problem(plan)
         if pb.empty:
             raise ValueError("no original table is consistent with this release under this "
@@ -277,7 +276,7 @@ class CyclicEnumerate(Route):
                          sampler=lambda n, rng: sample_tables(pb, cycles, n, rng, ref, memo))
 
     def count(self, plan):
-        release, prior, progress, memory = plan.release, plan.prior, plan.progress, plan.memory
+        progress = plan.progress
         pb = problem(plan)
         if pb.empty:
             return 0

@@ -48,13 +48,13 @@ class CyclicGibbs(BlockGibbs):
     needs = "the cycle set and its coin (alpha, beta); a count release"
 
     def applies(self, plan):
-        release, prior = plan.release, plan.prior
+        release = plan.release
         if release.kind != "count":
             return "the cyclic Gibbs route needs a count release"
         return None
 
     def estimate(self, plan, what="posterior"):
-        release, prior = plan.release, plan.prior
+        release = plan.release
         cells = int(np.prod(release.shape, dtype=np.int64))
         m = release.mechanism.m
         n = self.chains * self.draws
@@ -62,7 +62,7 @@ class CyclicGibbs(BlockGibbs):
                     f"{self.chains} chains x {self.draws} draws of {m} signs")
 
     def run(self, plan, *, count=True):
-        release, prior, progress, memory = plan.release, plan.prior, plan.progress, plan.memory
+        release, prior, progress = plan.release, plan.prior, plan.progress
         mech = release.mechanism
         pb = problem(plan)
         if pb.empty:

@@ -173,7 +173,6 @@ class CyclicStructured(Route):
              f"<= {MAX_WIDTH}")
 
     def applies(self, plan):
-        release, prior = plan.release, plan.prior
         w = problem(plan).width()
         if w > MAX_WIDTH:
             return (f"the cycle-interaction graph has width {w} (the structured route takes "
@@ -181,13 +180,12 @@ class CyclicStructured(Route):
         return None
 
     def estimate(self, plan, what="posterior"):
-        release, prior = plan.release, plan.prior
         pb = problem(plan)
         w = pb.width()
         return Cost(float(8 * 3 ** w * (pb.m + pb.G) * 3), f"clique tables of width {w}")
 
     def run(self, plan, *, count=True):
-        release, prior, progress, memory = plan.release, plan.prior, plan.progress, plan.memory
+        release, progress = plan.release, plan.progress
         pb = problem(plan)
         if pb.empty:
             raise ValueError("no original table is consistent with this release under this "
@@ -197,7 +195,6 @@ class CyclicStructured(Route):
                          sampler=lambda n, rng: sample_tables(pb, cycles, n, rng))
 
     def count(self, plan):
-        release, prior, progress, memory = plan.release, plan.prior, plan.progress, plan.memory
         pb = problem(plan)
         if pb.empty:
             return 0

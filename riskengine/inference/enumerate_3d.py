@@ -16,7 +16,6 @@ import numpy as np
 from kernels import table_enum
 
 from ..protocol import Cost, Route, RouteResult
-from ._plan import prepared
 from .windows import EntryWindows, flat
 
 __all__ = ["Enumerate3D", "enumerate_windows", "order"]
@@ -170,6 +169,5 @@ class Enumerate3D(Route):
                             sampler=lambda n, rng: sample_tables(res["tilted"], n, rng))
 
     def count(self, plan):
-        release = plan.release
         ew, res = self._run(plan)
         return 0 if ew is None else res["count"]

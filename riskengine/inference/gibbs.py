@@ -137,7 +137,7 @@ class BlockGibbs(Route):
         return out
 
     def applies(self, plan):
-        release, prior = plan.release, plan.prior
+        release = plan.release
         if release.kind != "count" or len(release.dims) not in (2, 3) or release.groups:
             return "the Gibbs route covers 2-D and 3-D count tables without subtotals"
         if len(release.dims) == 3:
@@ -152,7 +152,7 @@ class BlockGibbs(Route):
         return None
 
     def estimate(self, plan, what="posterior"):
-        release, prior = plan.release, plan.prior
+        release = plan.release
         cells = int(np.prod(release.shape, dtype=np.int64))
         n = self.chains * self.draws
         return Cost(float(8 * (n * cells * 2 + 64 * cells * 200) + 50e6),

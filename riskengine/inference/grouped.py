@@ -30,7 +30,7 @@ class Grouped2D(Route):
              "subtotal published")
 
     def applies(self, plan):
-        release, prior = plan.release, plan.prior
+        release = plan.release
         if release.kind != "count":
             return ("the exact routes walk integer tables and need a count release; this "
                     "release holds magnitudes (rk.audit gives their intervals)")
@@ -44,14 +44,13 @@ class Grouped2D(Route):
         return None
 
     def estimate(self, plan, what="posterior"):
-        release, prior = plan.release, plan.prior
         _, pieces = prepared(plan, "grouped", lambda: _pieces(plan.release, plan.prior))
         need = [dp.memory(win, what) for _, _, win, _ in pieces if win is not None]
         return Cost(float(max((b for b, _ in need), default=0.0)),
                     "; ".join(d for _, d in need) or "no candidate")
 
     def run(self, plan, *, count=True):
-        release, prior, progress, memory = plan.release, plan.prior, plan.progress, plan.memory
+        release, memory = plan.release, plan.memory
         ax, pieces = prepared(plan, "grouped", lambda: _pieces(plan.release, plan.prior))
         g = next(iter(release.groups))
         shape = release.shape if ax == 0 else release.shape[::-1]
@@ -80,7 +79,7 @@ class Grouped2D(Route):
                             sampler=_sampler(parts, shape, ax, memory))
 
     def count(self, plan):
-        release, prior, progress, memory = plan.release, plan.prior, plan.progress, plan.memory
+        memory = plan.memory
         _, pieces = prepared(plan, "grouped", lambda: _pieces(plan.release, plan.prior))
         n = 1
         for _, _, win, _ in pieces:

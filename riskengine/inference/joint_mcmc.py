@@ -255,7 +255,7 @@ class JointMCMC(BlockGibbs):
         return out
 
     def applies(self, plan):
-        release, prior = plan.release, plan.prior
+        release = plan.release
         if release.groups:
             return "the resampling Monte Carlo route does not use published subtotals"
         model = self._get(plan)
@@ -273,7 +273,7 @@ class JointMCMC(BlockGibbs):
         return steps * sweeps / STEPS_PER_SECOND / par
 
     def estimate(self, plan, what="posterior"):
-        release, prior = plan.release, plan.prior
+        release = plan.release
         try:
             groups = self._groups(plan)
         except ValueError as e:
@@ -316,7 +316,7 @@ class JointMCMC(BlockGibbs):
         return out
 
     def run(self, plan, *, count=True):
-        release, prior, progress, memory = plan.release, plan.prior, plan.progress, plan.memory
+        release, prior, progress = plan.release, plan.prior, plan.progress
         groups = self._groups(plan)
         P = np.asarray(release.published, dtype=np.int64).reshape(-1)
         rng = self._rng(release, prior)

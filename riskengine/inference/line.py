@@ -239,7 +239,6 @@ class Line(Route):
                             sampler=lambda k, rng: ch.sample(k, rng).reshape((k,) + lo.shape))
 
     def count(self, plan):
-        release = plan.release
         parts = self._parts(plan)
         if parts is None:
             return 0

@@ -192,7 +192,7 @@ class LinkedDP(Route):
     needs = "a ReleaseSet whose mechanisms give entry windows (a product over entries)"
 
     def applies(self, plan):
-        release, prior = plan.release, plan.prior
+        release = plan.release
         if not hasattr(release, "entries") or not hasattr(release, "releases"):
             return "the linked route answers sets of releases (rk.ReleaseSet)"
         return None

@@ -79,20 +79,20 @@ class LinkedGibbs(BlockGibbs):
     needs = "a ReleaseSet whose mechanisms give entry windows (a product over entries)"
 
     def applies(self, plan):
-        release, prior = plan.release, plan.prior
+        release = plan.release
         if not hasattr(release, "entries") or not hasattr(release, "releases"):
             return "this Gibbs route answers sets of releases (rk.ReleaseSet)"
         return None
 
     def estimate(self, plan, what="posterior"):
-        release, prior = plan.release, plan.prior
+        release = plan.release
         cells = int(np.prod(release.shape, dtype=np.int64))
         n = self.chains * self.draws
         return Cost(float(8 * n * 2 * cells + 50e6),
                     f"{self.chains} chains x {self.draws} draws of {cells} cells")
 
     def run(self, plan, *, count=True):
-        release, prior, progress, memory = plan.release, plan.prior, plan.progress, plan.memory
+        release, prior, progress = plan.release, plan.prior, plan.progress
         model = model_of(plan, exact=False)
         pk = _Packed(model)
         rng = self._rng(release, prior)

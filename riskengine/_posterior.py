@@ -546,9 +546,7 @@ def _count_text(n) -> str:
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
-    if a.flags.writeable and a.flags.owndata:
-        a.flags.writeable = False
-    elif a.flags.writeable:          # a view of someone's array: keep theirs writeable
-        a = a.copy()
-        a.flags.writeable = False
-    return a
+    """A read-only view of ``a`` (no copy; the array given keeps its own flags)."""
+    v = a.view()
+    v.flags.writeable = False
+    return v

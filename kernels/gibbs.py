@@ -1,6 +1,7 @@
 """Markov chain moves over count tables (R x C and I x J x K) with windows on cells and
 totals.  The 3-D moves below; the 2-D sweep (:func:`sweeps_2d`) uses the same exact line
-redraws with basic 2 x 2 moves, single cells and pairs of cells of a row or column.
+redraws with basic 2 x 2 moves, cycles through 3 or more rows and columns, single cells
+and pairs of cells of a row or column.
 
 Plain arrays in, plain arrays out.  The table is a flat C-order int64 vector ``x`` of
 ``I * J * K`` cells.  Cell windows: ``clo`` (first value) and ``cw`` (log-weights of the
@@ -9,21 +10,64 @@ that order, packed as :mod:`kernels.table_enum` packs them): ``mlo`` and ``mw`` 
 way; ``tix[c]`` lists the seven totals cell ``c`` belongs to, ``tsum`` holds their current
 values.  Randomness is Numba's generator (per thread), seeded by :func:`seed`.
 
-Three move types, each leaving the target (product of every cell's and every total's
-window weight) invariant:
+Move types, each leaving the target (product of every cell's and every total's window
+weight) invariant:
 
 * **2 x 2 x L blocks, exact.**  Two indices on each of two axes and the whole third axis
   (length ``L``): with every total fixed, the block is a chain ``t_l`` (its first cell on
   each line) with one sum constraint; forward filtering over ``l`` and backward sampling
   redraws it from its exact conditional law.  Every degree-4 basic move (2 x 2 x 2) is a
   special case.
-* **Degree-6 moves** (Metropolis): +1 / -1 on a 3 x 3 "cyclic" pattern in one layer and
-  the opposite in another; with the degree-4 moves they form the Markov basis of
-  3 x 3 x K tables with fixed 2-way margins (Aoki & Takemura 2003).
+* **Lifted cycles, exact along the move** (:func:`_cycle_3d`): +1 / -1 around an even
+  cycle through ``m >= 3`` indices of each of two axes in one layer of the third axis and
+  the opposite in another (``m = 3``: the degree-6 moves of 3 x 3 x K tables); ``x + t m``
+  redrawn over ``t``.  ``m`` is drawn as ``3 +`` a geometric number of extra steps, so
+  every length up to the table's has positive probability.
+* **Aoki & Takemura's degree-8 and degree-10 moves, exact along the move**
+  (:func:`_lifted`; patterns :data:`DEG8`, :data:`DEG10`): 3 x 3 x 4 and 3 x 3 x 5
+  patterns placed on random indices of every axis in every orientation.
 * **Lines, exact** (Gibbs along a direction ``m``: ``x + t m`` redrawn over ``t``), with
   ``m`` one cell, two cells of a line (+1 / -1) or a 2 x 2 pattern within a layer, every
   total moving with them: needed when the totals are windows (rounding, noise, cell
   key), where the moves above (which keep every total) cannot leave a total's value.
+
+What the moves connect (the chain is irreducible when its moves contain a Markov basis of
+the candidates' fiber; Diaconis & Sturmfels 1998, Theorem 3.1):
+
+* **3 x 3 x K** (two axes of at most 3 levels, any K), every 2-way total exact: the unique
+  minimal Markov basis of the tables with fixed 2-way margins consists of the moves of
+  degree 4 (2 x 2 x 2), 6 (the lifted 3-cycles, with the two layers on the long axis
+  or on a short one), from K = 4 on one type of degree 8 and from K = 5 on one of degree
+  10, up to permuting the levels of each axis, exchanging the two short axes and the
+  sign (Aoki & Takemura 2003, "Minimal
+  basis for a connected Markov chain over 3 x 3 x K contingency tables with fixed
+  two-dimensional marginals", Aust. N. Z. J. Stat. 45(2), 229-249).  The patterns below
+  are those types as 4ti2's ``markov`` lists them for 3 x 3 x 4 and 3 x 3 x 5 (and
+  3 x 3 x 6: the same four types; checked when this was written); every element of their
+  orbits is proposed with positive probability.  The basis connects the fiber of
+  nonnegative tables; cell windows that only raise a cell's lower end (``at_least``)
+  shift the fiber and keep that; an upper end below what the margins allow (a fixed or
+  suppressed cell, a structural zero) is not covered.
+* **2 x J x K** (an axis of 2 levels), every 2-way total exact: the model is the Lawrence
+  lifting of the J x K independence model, whose Graver basis -- the circuits of the
+  complete bipartite graph K_{J,K}, i.e. the even cycles through ``m = 2 .. min(J, K)``
+  rows and columns -- is its unique minimal Markov basis (Sturmfels 1996, "Groebner Bases
+  and Convex Polytopes", Theorem 7.1; the incidence matrix of a bipartite graph is
+  unimodular, so its Graver basis is its set of circuits, ch. 8).  A Graver basis
+  connects every fiber with bounds ``l <= x <= u``: ``y - x`` is a conformal sum
+  of Graver elements, and adding them one by one moves every cell monotonically from
+  ``x_c`` to ``y_c``, inside ``[l_c, u_c]``.  So fixed cells, structural zeros and any
+  cell windows without holes are covered.
+* Otherwise (every axis of 3 or more levels and two of 4 or more -- a 3 x 4 x 4 table's
+  minimal basis already has moves of degree 9, 4ti2 --; a 3 x 3 x K table with an upper
+  bound on a cell; windows on the totals) the moves are not proven to connect every
+  candidate: :mod:`riskengine.inference.gibbs3d` checks
+  small candidate sets by listing them and says so in its result otherwise.
+
+2-D tables (:func:`sweeps_2d`): the basic moves and the cycles through ``m >= 3`` rows
+and columns (redrawn exactly along the move) are every circuit of K_{R,C}: the Graver
+basis of two-way tables with fixed margins, which connects every fiber with cell bounds
+(the argument above), structural zeros and suppressed cells included.
 """
 
 from __future__ import annotations
@@ -33,6 +77,16 @@ import numpy as np
 from ._jit import njit
 
 NEG = -np.inf
+
+#: Aoki & Takemura's (2003) degree-8 move of 3 x 3 x K tables (3 x 3 x 4, layers last):
+#: every 2-way margin of it is 0; each layer is a 2 x 2 basic move
+DEG8 = np.array([[[0, 0, 0, 0], [0, 0, 1, -1], [0, 0, -1, 1]],
+                 [[-1, 1, 0, 0], [0, -1, 0, 1], [1, 0, 0, -1]],
+                 [[1, -1, 0, 0], [0, 1, -1, 0], [-1, 0, 1, 0]]], np.int64)
+#: the degree-10 move (3 x 3 x 5)
+DEG10 = np.array([[[0, 0, 0, 1, -1], [-1, 0, 0, 0, 1], [1, 0, 0, -1, 0]],
+                  [[0, -1, 0, 0, 1], [0, 0, 1, 0, -1], [0, 1, -1, 0, 0]],
+                  [[0, 1, 0, -1, 0], [1, 0, -1, 0, 0], [-1, -1, 1, 1, 0]]], np.int64)
 
 
 @njit
@@ -223,39 +277,132 @@ def _csr(tix):
 
 
 @njit
-def _six(x, clo, cw, dims, strides):
-    """One Metropolis proposal of a degree-6 move (3 x 3 cyclic pattern in two layers)."""
-    o = np.random.randint(3)                  # the axis of the two layers
-    a1 = (o + 1) % 3
-    a2 = (o + 2) % 3
-    if dims[o] < 2 or dims[a1] < 3 or dims[a2] < 3:
+def _move_line(x, clo, cw, idx, dv, n, p):
+    """Redraw ``t`` in ``x + t m`` from its exact conditional law given the cell windows,
+    ``m`` the move with coefficient ``dv[i]`` (+1 / -1) on cell ``idx[i]`` (``n`` cells):
+    a move that keeps every total, so only the cells' weights change."""
+    lo = -(1 << 40)
+    hi = 1 << 40
+    W = cw.shape[1]
+    for i in range(n):
+        c = idx[i]
+        a = max(clo[c], 0) - x[c]                  # dv t in [a, b]
+        b = clo[c] + W - 1 - x[c]
+        if dv[i] > 0:
+            lo, hi = max(lo, a), min(hi, b)
+        else:
+            lo, hi = max(lo, -b), min(hi, -a)
+    m = hi - lo + 1
+    if m <= 1:
         return
-    r = np.random.permutation(dims[a1])[:3]
-    q = np.random.permutation(dims[a2])[:3]
+    if m > p.shape[0]:
+        p = np.empty(m)
+    mx = NEG
+    for s in range(m):
+        step = lo + s
+        w = 0.0
+        for i in range(n):
+            w += _lw(clo, cw, idx[i], x[idx[i]] + dv[i] * step)
+        p[s] = w
+        mx = max(mx, w)
+    if mx == NEG:
+        return
+    for s in range(m):
+        p[s] = np.exp(p[s] - mx) if p[s] > NEG else 0.0
+    step = lo + _pick(p, m)
+    if step != 0:
+        for i in range(n):
+            x[idx[i]] += dv[i] * step
+
+
+@njit
+def _cycle_length(mmax):
+    """3 plus a geometric number (1/2) of extra steps, at most ``mmax``: every length has
+    positive probability, short cycles (which move most often) are the most frequent."""
+    m = 3
+    while m < mmax and np.random.random() < 0.5:
+        m += 1
+    return m
+
+
+@njit
+def _orientations(dims, layers, side):
+    """The axes ``(o, a1, a2)`` (int64 (k, 3); both orders of ``a1``, ``a2``) with at least
+    ``layers`` levels on ``o`` and ``side`` on ``a1`` and ``a2``: where a move with that
+    many layers and indices fits."""
+    out = np.zeros((6, 3), np.int64)
+    k = 0
+    for o in range(3):
+        for a1 in range(3):
+            a2 = 3 - o - a1
+            if a1 == o or a2 == o or a2 < 0 or a2 > 2:
+                continue
+            if dims[o] >= layers and dims[a1] >= side and dims[a2] >= side:
+                out[k, 0], out[k, 1], out[k, 2] = o, a1, a2
+                k += 1
+    return out[:k]
+
+
+@njit
+def _cycle_3d(x, clo, cw, dims, strides, orients, longest, idx, dv, p):
+    """One lifted-cycle move, redrawn exactly along the move: +1 / -1 around a cycle
+    through ``m`` indices of two axes (``3 <= m <= longest``) in one layer of the third
+    axis, the opposite in another layer (axes: a random row of ``orients``)."""
+    if orients.shape[0] == 0:
+        return
+    k = np.random.randint(orients.shape[0])
+    o, a1, a2 = orients[k, 0], orients[k, 1], orients[k, 2]
+    m = _cycle_length(min(longest, dims[a1], dims[a2]))
+    r = np.random.permutation(dims[a1])[:m]
+    q = np.random.permutation(dims[a2])[:m]
     z = np.random.permutation(dims[o])[:2]
-    idx = np.empty(12, np.int64)
-    dv = np.empty(12, np.int64)
     n = 0
     for layer in range(2):
         sgn = 1 if layer == 0 else -1
-        for m in range(3):
-            base = z[layer] * strides[o] + r[m] * strides[a1]
-            idx[n] = base + q[m] * strides[a2]
+        for u in range(m):
+            base = z[layer] * strides[o] + r[u] * strides[a1]
+            idx[n] = base + q[u] * strides[a2]
             dv[n] = sgn
             n += 1
-            idx[n] = base + q[(m + 1) % 3] * strides[a2]
+            idx[n] = base + q[(u + 1) % m] * strides[a2]
             dv[n] = -sgn
             n += 1
-    delta = 0.0
-    for i in range(12):
-        v = x[idx[i]]
-        new = _lw(clo, cw, idx[i], v + dv[i])
-        if new == NEG:
-            return
-        delta += new - _lw(clo, cw, idx[i], v)
-    if delta >= 0 or np.random.random() < np.exp(delta):
-        for i in range(12):
-            x[idx[i]] += dv[i]
+    _move_line(x, clo, cw, idx, dv, n, p)
+
+
+@njit
+def _lifted(x, clo, cw, dims, strides, pat, orients, idx, dv, p):
+    """One move of pattern ``pat`` (3 x 3 x L: :data:`DEG8`, :data:`DEG10`) on random
+    indices -- three of each of axes ``a1``, ``a2`` and ``L`` of ``o``, the axes a random
+    row of ``orients`` (both orders of ``a1``, ``a2``: the pattern and its transpose) --,
+    redrawn exactly along the move."""
+    if orients.shape[0] == 0:
+        return
+    L = pat.shape[2]
+    k = np.random.randint(orients.shape[0])
+    o, a1, a2 = orients[k, 0], orients[k, 1], orients[k, 2]
+    r = np.random.permutation(dims[a1])[:3]
+    q = np.random.permutation(dims[a2])[:3]
+    z = np.random.permutation(dims[o])[:L]
+    n = 0
+    for u in range(3):
+        for v in range(3):
+            for w in range(L):
+                g = pat[u, v, w]
+                if g != 0:
+                    idx[n] = z[w] * strides[o] + r[u] * strides[a1] + q[v] * strides[a2]
+                    dv[n] = g
+                    n += 1
+    _move_line(x, clo, cw, idx, dv, n, p)
+
+
+@njit
+def nblocks_per_sweep(dims):
+    """The 2 x 2 x L blocks one sweep of :func:`sweeps` redraws."""
+    nb = 0
+    for f in range(3):
+        nb += (dims[(f + 1) % 3] // 2) * (dims[(f + 2) % 3] // 2)
+    return nb
 
 
 @njit
@@ -263,8 +410,12 @@ def sweeps(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites, six, thin=
     """``n`` times ``thin`` sweeps of the chain from ``x`` (modified in place); after each
     ``thin`` sweeps, if ``keep``, the table is copied into ``out[k]``.  A sweep: every
     pairing of two axes (random pairs of indices on each) redrawn as 2 x 2 x L blocks along
-    the third, if ``six`` as many degree-6 proposals as blocks, and if ``sites`` every cell
-    once in random order (alone, with a partner on each of its lines, in a 2 x 2 pattern).
+    the third; ``six`` 1: as many lifted 3-cycles (degree 6) as blocks, ``six`` 2: lifted
+    cycles of every length (as many as blocks, at least an eighth of the cells) and
+    degree-8 / degree-10 moves (half as many as cells in 3 x 3 x K tables, where they
+    belong to the proven basis and one given placement is one of a few hundred; as many as
+    blocks elsewhere), 0: neither; and if ``sites`` every cell once in random order
+    (alone, with a partner on each of its lines, in a 2 x 2 pattern).
     Returns False if a block had no completion (the state left the support)."""
     I, J, K = dims[0], dims[1], dims[2]
     strides = np.array([J * K, K, 1], np.int64)
@@ -275,8 +426,21 @@ def sweeps(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites, six, thin=
     coefs = np.zeros(4, np.int64)
     tid = np.zeros(28, np.int64)
     tco = np.zeros(28, np.int64)
+    nbuf = max(20, 4 * max(I, max(J, K)))
+    midx = np.zeros(nbuf, np.int64)
+    mdv = np.zeros(nbuf, np.int64)
+    longest = 3 if six == 1 else nbuf
+    o_cyc = _orientations(dims, 2, 3)
+    o_8 = _orientations(dims, DEG8.shape[2], 3)
+    o_10 = _orientations(dims, DEG10.shape[2], 3)
+    nb = max(nblocks_per_sweep(dims), 1)
+    # the degree-8 / 10 moves belong to a proven basis where two axes have at most 3
+    # levels (3 x 3 x K): there, half as many as cells (one given placement is one of a
+    # few hundred); elsewhere as many as blocks, like the cycles beyond degree 6
+    small = I + J + K - max(I, max(J, K)) - min(I, min(J, K)) <= 3   # the middle axis
+    ncyc = nb if six == 1 else max(nb, ncell // 8)
+    nlift = max(nb, ncell // 2) if small else nb
     for it in range(n * thin):
-        nblocks = 0
         for f in range(3):                    # the free axis
             a1 = (f + 1) % 3
             a2 = (f + 2) % 3
@@ -301,9 +465,13 @@ def sweeps(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites, six, thin=
                         id_[l] = off + p2 * strides[a1] + q2 * strides[a2]
                     if not _block(x, clo, cw, ia, ib, ic, id_, L):
                         return False
-                    nblocks += 1
-        for _ in range(nblocks if six else 0):
-            _six(x, clo, cw, dims, strides)
+        for _ in range(ncyc if six > 0 else 0):
+            _cycle_3d(x, clo, cw, dims, strides, o_cyc, longest, midx, mdv, p)
+        for _ in range(nlift if six > 1 else 0):
+            if o_10.shape[0] == 0 or (o_8.shape[0] > 0 and np.random.random() < 0.5):
+                _lifted(x, clo, cw, dims, strides, DEG8, o_8, midx, mdv, p)
+            else:
+                _lifted(x, clo, cw, dims, strides, DEG10, o_10, midx, mdv, p)
         if sites:
             # totals that are windows move: every cell alone, with a partner on each of
             # its lines, and 2 x 2 patterns within a layer (each line redrawn exactly)
@@ -342,11 +510,14 @@ def sweeps(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites, six, thin=
 
 
 @njit
-def sweeps_2d(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites):
+def sweeps_2d(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites, cycles=True):
     """``n`` sweeps over an R x C table (flat C order; totals rows, columns, grand: three
     per cell in ``tix``).  A sweep: R * C basic moves (+1 -1 / -1 +1 on two random rows and
-    two random columns, redrawn exactly along the move), and if ``sites`` (totals that are
-    windows) every cell alone and with a random partner in its row and in its column."""
+    two random columns, redrawn exactly along the move); if ``cycles``, R * C / 4 cycles
+    through ``m >= 3`` random rows and columns (+1 at (r_u, q_u), -1 at (r_u, q_u+1), ``m``
+    as in :func:`_cycle_length`), each redrawn exactly along the move: with the basic moves
+    every circuit of K_{R,C}; and if ``sites`` (totals that are windows) every cell alone
+    and with a random partner in its row and in its column."""
     R, C = dims[0], dims[1]
     ncell = R * C
     vptr, vfac = _csr(tix)
@@ -355,7 +526,21 @@ def sweeps_2d(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites):
     coefs = np.zeros(4, np.int64)
     tid = np.zeros(12, np.int64)
     tco = np.zeros(12, np.int64)
+    mmax = min(R, C)
+    midx = np.zeros(2 * mmax, np.int64)
+    mdv = np.zeros(2 * mmax, np.int64)
     for it in range(n):
+        if cycles and mmax >= 3:
+            for _ in range(max(1, ncell // 4)):
+                m = _cycle_length(mmax)
+                rr = np.random.permutation(R)[:m]
+                qq = np.random.permutation(C)[:m]
+                for u in range(m):
+                    midx[2 * u] = rr[u] * C + qq[u]
+                    mdv[2 * u] = 1
+                    midx[2 * u + 1] = rr[u] * C + qq[(u + 1) % m]
+                    mdv[2 * u + 1] = -1
+                _move_line(x, clo, cw, midx, mdv, 2 * m, p)
         if R >= 2 and C >= 2:
             for _ in range(ncell):
                 i1 = np.random.randint(R)

@@ -26,6 +26,7 @@ import numpy as np
 from numba import prange
 
 from ._jit import njit
+from .table_dp import parallel_region
 
 __all__ = ["cell_counts", "count_limbs"]
 
@@ -92,8 +93,39 @@ def _single(p, c, lo, hi):
     return 1
 
 
-@njit(parallel=True)
 def cell_counts(lo, hi, R, C, top, clo, chi, wmax, nchunk):
+    """Per-cell counts of the tables with cells in ``[lo, hi]``, row totals ``R`` and
+    column totals ``C`` (the parallel kernel, entered as
+    :func:`kernels.table_dp.parallel_region` allows: safe from several threads under
+    every threading layer).
+
+    Parameters
+    ----------
+    lo, hi : int64 (r, m)
+        The cells' bounds.
+    R, C : int64 (r,), (m,)
+        Row and column totals.
+    top : int
+        Rows of half A (``0..top-1``).
+    clo, chi : int64 (m - 1,)
+        The box of half A's free column sums.
+    wmax : int
+        Width of the histograms.
+    nchunk : int
+        Chunks the box is split into (the result does not depend on the threads).
+
+    Returns
+    -------
+    tuple
+        ``hist`` float64 (r, m, wmax): number of tables with cell (i, j) = lo[i, j] + w;
+        the total number of tables as float64.
+    """
+    with parallel_region():
+        return _cell_counts(lo, hi, R, C, top, clo, chi, wmax, nchunk)
+
+
+@njit(parallel=True)
+def _cell_counts(lo, hi, R, C, top, clo, chi, wmax, nchunk):
     """Returns (hist (r, m, wmax) float64: number of tables with cell (i, j) = lo[i, j] + w,
     total number of tables as float64)."""
     r, m = lo.shape
@@ -213,8 +245,26 @@ def _pair_count(p, q, c, lo, hi, R, signs, offs):
     return total
 
 
-@njit(parallel=True)
 def count_limbs(lo, hi, R, C, top, clo, chi, nchunk):
+    """Exact count of the tables :func:`cell_counts` walks, as limb sums (the parallel
+    kernel, entered as :func:`kernels.table_dp.parallel_region` allows).
+
+    Parameters
+    ----------
+    lo, hi, R, C, top, clo, chi, nchunk
+        As for :func:`cell_counts`.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 (nchunk, 5): count = sum over chunks and s of out[ch, s] * 2^(21 s).
+    """
+    with parallel_region():
+        return _count_limbs(lo, hi, R, C, top, clo, chi, nchunk)
+
+
+@njit(parallel=True)
+def _count_limbs(lo, hi, R, C, top, clo, chi, nchunk):
     """Exact count of the tables :func:`cell_counts` walks, as limb sums: returns int64
     (nchunk, 5) with count = sum over chunks and s of out[ch, s] * 2^(21 s)."""
     r, m = lo.shape

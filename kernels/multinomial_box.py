@@ -40,6 +40,7 @@ import numpy as np
 from numba import prange
 
 from ._jit import njit
+from .table_dp import parallel_region
 
 __all__ = ["compensated_logliks", "log_box", "log_boxes", "log_sum_law"]
 
@@ -160,8 +161,29 @@ def log_box(N, logp, a, b):
     return cur[N] + math.lgamma(N + 1.0)
 
 
-@njit(parallel=True)
 def log_boxes(N, logp, a, b):
+    """:func:`log_box` for each row (the parallel kernel, entered as
+    :func:`kernels.table_dp.parallel_region` allows: safe from several threads under
+    every threading layer).
+
+    Parameters
+    ----------
+    N : int
+        The multinomial's size.
+    logp, a, b : (C, K) float64, int64, int64
+        Log cell probabilities and the box ``a <= Y <= b`` of each row.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (C,): log Pr(a <= Y <= b) of each row.
+    """
+    with parallel_region():
+        return _log_boxes(N, logp, a, b)
+
+
+@njit(parallel=True)
+def _log_boxes(N, logp, a, b):
     """:func:`log_box` for each row of ``logp``, ``a``, ``b`` (C, K) (parallel over rows)."""
     C = logp.shape[0]
     out = np.empty(C)
@@ -242,8 +264,34 @@ def _compensated(n, x, z, lo, hi):
     return _lse_into(terms, nt)
 
 
-@njit(parallel=True)
 def compensated_logliks(n, X, Z, LO, HI):
+    """log Pr(published ``Z`` | original ``X[i]``) of the binomial perturbation of one group
+    for each row of ``X`` (the parallel kernel, entered as
+    :func:`kernels.table_dp.parallel_region` allows).
+
+    Parameters
+    ----------
+    n : int
+        The group's preserved total.
+    X : int64 (C, K)
+        Candidate originals, one a row.
+    Z : int64 (K,)
+        The published values.
+    LO, HI : int64 (C, K)
+        The quality intervals of ``X``.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (C,): the log-likelihood of each row (cells with x = 0 stay 0: -inf
+        unless z = 0; they take no part in the compensation).
+    """
+    with parallel_region():
+        return _compensated_logliks(n, X, Z, LO, HI)
+
+
+@njit(parallel=True)
+def _compensated_logliks(n, X, Z, LO, HI):
     """log Pr(published ``Z`` | original ``X[i]``) of the binomial perturbation of one group
     with preserved total ``n``, for each row ``i`` of ``X`` (C, K); ``LO``, ``HI`` (C, K):
     the quality intervals of ``X``.  Cells with x = 0 stay 0 (-inf unless z = 0) and take

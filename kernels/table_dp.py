@@ -38,6 +38,10 @@ checkpoints are recomputed segment by segment exactly as for the marginals.
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
+
+import numba as nb
 import numpy as np
 from numba import prange
 
@@ -45,6 +49,48 @@ from ._jit import njit, threads_for
 from .checkpoints import checkpoint_plan
 
 _NCHUNK = 128
+
+# --- thread safety of the parallel kernels -----------------------------------------------
+#: held around every call into a parallel kernel of the package (here, in
+#: :mod:`kernels.halves` and in :mod:`kernels.multinomial_box`) when numba's threading
+#: layer is not threadsafe.  numba's ``workqueue`` layer (its fallback on a machine without
+#: OpenMP or TBB) aborts the process when two Python threads are inside parallel regions at
+#: once (Monte Carlo chains run on threads, and each 2-D chain calls :func:`sample`); under
+#: it the threads take turns here.  ``omp`` and ``tbb`` are threadsafe: nobody waits.
+PARALLEL_LOCK = threading.RLock()
+_THREADSAFE: list = []
+
+
+def layer_threadsafe() -> bool:
+    """Whether numba's active threading layer may be entered from several threads at once.
+
+    Returns
+    -------
+    bool
+        False under numba's ``workqueue`` layer (or when the layer cannot be told), True
+        under ``omp`` and ``tbb``.  The layer is loaded as a first parallel call would
+        load it (``NUMBA_THREADING_LAYER`` decides which) and is decided once a process.
+    """
+    if not _THREADSAFE:
+        try:
+            nb.get_num_threads()                 # loads the threading layer
+            safe = nb.threading_layer() != "workqueue"
+        except ValueError:                       # no layer loads (numba's error): be careful
+            safe = False
+        _THREADSAFE.append(safe)
+    return _THREADSAFE[0]
+
+
+@contextmanager
+def parallel_region():
+    """``with parallel_region():`` around a call into a parallel kernel: one thread at a
+    time under a threading layer that is not threadsafe (:data:`PARALLEL_LOCK`), no wait
+    otherwise."""
+    if layer_threadsafe():
+        yield
+        return
+    with PARALLEL_LOCK:
+        yield
 
 
 @njit
@@ -535,7 +581,8 @@ def run(start, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums,
     work = float(_stored(rsizes, plos, phis, csizes, derived).sum()) * max(W, 1)
     # weights beyond the floats' range show in the result (log_z inf or NaN), which the
     # caller checks and answers by re-anchoring the weights: no warning on the way
-    with threads_for(work), np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+    with parallel_region(), threads_for(work), \
+            np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         return _run(start, row_lo_hi, lo, cw, cind, clo, kw, kind, derived,
                     col_start_sums, limbs, posterior, max_states)
 
@@ -750,7 +797,7 @@ def sample(start, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sum
     _, _, rsizes, plos, phis, csizes = boxes(row_lo_hi, lo, hi, clo, clo + kw.shape[1] - 1,
                                              derived)
     work = float(_stored(rsizes, plos, phis, csizes, derived).sum()) * max(W, 1)
-    with threads_for(max(work, float(n) * len(plos) * max(W, 1))), \
+    with parallel_region(), threads_for(max(work, float(n) * len(plos) * max(W, 1))), \
             np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # as in run()
         return _sample(start, row_lo_hi, lo, cw, cind, clo, kw, kind, derived,
                        col_start_sums, int(n), rng, max_states)

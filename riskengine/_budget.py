@@ -13,7 +13,8 @@ import numbers
 import os
 import re
 
-__all__ = ["DEFAULT_FRACTION", "available_memory", "budget", "fmt_bytes"]
+__all__ = ["DEFAULT_FRACTION", "available_memory", "budget", "check_fits", "fmt_bytes",
+           "fmt_number"]
 
 #: share of the available memory a route may plan to use by default
 DEFAULT_FRACTION = 0.5
@@ -67,15 +68,80 @@ def budget(memory=None) -> int:
     return int(val)
 
 
-def fmt_bytes(n: float) -> str:
-    """``1.5 GB`` style (decimal units).
+def fmt_bytes(n: float, binary: bool = False) -> str:
+    """``1.5 GB`` style (decimal units), or ``1.4 GiB`` (``binary``: powers of 1024, as
+    NumPy's ``MemoryError`` says).
 
     >>> fmt_bytes(3.2e9), fmt_bytes(512), fmt_bytes(float("inf"))
     ('3.2 GB', '512 B', 'unbounded')
+    >>> fmt_bytes(16e12, binary=True), fmt_bytes(2**31, binary=True), fmt_bytes(1.2e15)
+    ('14.6 TiB', '2 GiB', '1200 TB')
     """
     if n == float("inf"):
         return "unbounded"
-    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+    units = ((("PiB", 2.0 ** 50), ("TiB", 2.0 ** 40), ("GiB", 2.0 ** 30), ("MiB", 2.0 ** 20),
+              ("KiB", 2.0 ** 10)) if binary else
+             (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)))
+    for unit, size in units:
         if n >= size:
-            return f"{n / size:.3g} {unit}"
+            v = n / size
+            return f"{v:.3g} {unit}" if v < 1000 or v >= 1e6 else f"{v:.0f} {unit}"
     return f"{int(n)} B"
+
+
+def fmt_number(value) -> str:
+    """A parameter's value as a person would write it: integers that are powers of ten
+    from 10**4 up as ``10**k``, other numbers as they are (floats in short form).
+
+    Parameters
+    ----------
+    value : int or float
+        The parameter's value.
+
+    Returns
+    -------
+    str
+        E.g. ``"10**12"``, ``"1e+09"``, ``"3"``, ``"2.5"``.
+
+    >>> fmt_number(10**12), fmt_number(1e9), fmt_number(12345), fmt_number(0.25)
+    ('10**12', '1e+09', '12345', '0.25')
+    """
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        v = int(value)
+        k = len(str(abs(v))) - 1
+        if k >= 4 and abs(v) == 10 ** k:
+            return ("-" if v < 0 else "") + f"10**{k}"
+        return str(v)
+    return f"{float(value):.6g}"
+
+
+def check_fits(what: str, need: float, detail: str, memory: float) -> None:
+    """Refuse, before anything is allocated, work whose memory exceeds the budget.
+
+    Parameters
+    ----------
+    what : str
+        What sets the size, naming the parameter and its value (e.g.
+        ``"RandomRounding base 10**12"``).
+    need : float
+        Bytes the work needs.
+    detail : str
+        What was counted (shown in parentheses).
+    memory : float
+        The memory budget in bytes (:func:`budget`).
+
+    Returns
+    -------
+    None
+        When ``need <= memory``.
+
+    Raises
+    ------
+    ValueError
+        One line: ``"<what> needs <need> (<detail>); the memory budget is <memory>"``.
+    """
+    if need > memory:
+        size = fmt_bytes(need, binary=True) + (" memory" if need == float("inf") else "")
+        raise ValueError(f"{what} needs {size} ({detail}); the "
+                         f"memory budget is {fmt_bytes(memory, binary=True)} (raise memory= "
+                         "if the machine has more)")

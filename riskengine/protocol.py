@@ -92,11 +92,14 @@ def mechanism_from_dict(d: dict):
 class Cost:
     """What a route plans to use: peak ``memory`` in bytes, and what was counted;
     ``too_long``: why the route would run for longer than ``route="auto"`` waits (empty:
-    it will not), e.g. an enumeration that a probe found too large."""
+    it will not), e.g. an enumeration that a probe found too large; ``seconds``: the
+    estimated wall time (0: not estimated), which the resolver holds against its time
+    budget."""
 
     memory: float = 0.0
     detail: str = ""
     too_long: str = ""
+    seconds: float = 0.0
 
 
 def _cli_value(v) -> str:

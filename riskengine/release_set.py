@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._budget import fmt_bytes
 from .release import Release
 from .protocol import Inputs
 
@@ -77,6 +78,7 @@ class _SetMechanism:
         common = [r for r in getattr(first, "set_routes", ())
                   if all(r.name in [o.name for o in getattr(m, "set_routes", ())]
                          for m in mechanisms)]
+        # every route refuses first a set whose windows alone exceed the memory budget
         self.routes = tuple(common)
         distinct = sorted({m.name for m in mechanisms})
         self.name = "set of " + " + ".join(distinct)
@@ -89,9 +91,11 @@ class _SetMechanism:
 
     @staticmethod
     def inputs(rset) -> Inputs:
-        """The set routes' input: every release's entry windows, in order."""
-        return Inputs(windows=lambda: [r.mechanism.inputs(r)["windows"]
-                                       for r in rset.releases])
+        """The set routes' input: every release's entry windows, in order, and their
+        ``window_cost`` (the releases' own, summed, naming the largest)."""
+        inputs = [r.mechanism.inputs(r) for r in rset.releases]
+        return Inputs(windows=lambda: [i["windows"] for i in inputs],
+                      window_cost=lambda: _set_cost(inputs))
 
     def describe(self) -> str:
         out = []
@@ -100,6 +104,21 @@ class _SetMechanism:
             if d not in out:
                 out.append(d)
         return " + ".join(out)
+
+
+def _set_cost(inputs):
+    """``(what, bytes, detail)`` of every release's windows (each release's
+    ``window_cost`` where its mechanism gives one): the largest names the parameter."""
+    costs = [(i, inp["window_cost"]) for i, inp in enumerate(inputs) if "window_cost" in inp]
+    costs = [(i, c) for i, c in costs if c is not None]
+    if not costs:
+        return None
+    i, (what, need, detail) = max(costs, key=lambda c: c[1][1])
+    total = sum(c[1] for _, c in costs)
+    rest = total - need
+    more = (f"; the set's other releases' windows {fmt_bytes(rest, binary=True)}"
+            if rest > 0 else "")
+    return f"{what} (release {i} of the set)", total, detail + more
 
 
 class ReleaseSet:

@@ -8,6 +8,13 @@ is called from the chains' threads) and raises :class:`Stopped` once the run is 
 Ctrl-C in the main thread stops every chain at its next tick instead of waiting for the
 end.  ``scheduler="dask"`` (a local cluster of processes), a cluster address or a
 ``distributed.Client`` runs the chains as dask tasks instead: the same draws for a seed.
+
+Threading layers: a chain may call numba's parallel kernels (each 2-D Gibbs chain's block
+redraw runs the table DP).  numba's ``workqueue`` layer, its fallback without OpenMP or
+TBB, aborts the process when two threads are inside parallel regions at once; every
+parallel kernel of the package is entered through :func:`kernels.table_dp.parallel_region`,
+which lets one thread in at a time under that layer (and does not wait under ``omp`` or
+``tbb``).  The other chains' kernels (3-D, cyclic, linked, joint) are serial.
 """
 
 from __future__ import annotations

@@ -76,7 +76,10 @@ def walk(prefixes, pb: cyclic_enum.Problem, canon: cyclic_enum.Canon,
 
 def _on_threads(nth: int, worker, args) -> None:
     """``nth`` copies of a slot-claiming worker side by side (the kernels release the GIL);
-    compiling a plain kernel for this is several seconds faster than a ``prange`` loop."""
+    compiling a plain kernel for this is several seconds faster than a ``prange`` loop.
+    The workers are plain (serial) kernels: these threads enter no numba parallel region,
+    so they are safe under every threading layer, ``workqueue`` included (which is not
+    threadsafe: tests/inference/test_threading_layers.py)."""
     if nth <= 1:
         worker(*args)
         return

@@ -3,19 +3,35 @@
 2-D tables.  Where the exact table DP does not fit, the posterior over original tables is
 sampled by a Markov chain of exact redraws.  Most sweeps are cheap and compiled
 (:func:`kernels.gibbs.sweeps_2d`): R x C basic moves (+1 -1 / -1 +1 on two rows and two
-columns, Diaconis & Sturmfels 1998), each redrawn exactly along its line ``x + t m``, and
-where a total is a window (rounding, noise, cell key) every cell alone and with a partner
-in its row and its column -- moves that keep the margins alone cannot leave a margin.
+columns, Diaconis & Sturmfels 1998), cycles through 3 or more rows and columns (+1 / -1
+around them), each redrawn exactly along its line ``x + t m``, and where a total is a
+window (rounding, noise, cell key) every cell alone and with a partner in its row and its
+column -- moves that keep the margins alone cannot leave a margin.
 Every ``BLOCK_EVERY``-th sweep also redraws a random pair of rows exactly: given all
 other rows, the two rows form a small table whose cells, row totals, column sums (the
 column totals' windows shifted by what the other rows hold) and grand total keep their
 windows and log-weights; the table DP draws it from its exact conditional distribution
 (forward filtering, backward sampling: :func:`riskengine.inference.table_dp.sample`).
-Every two rows meet with positive probability, so the chain holds every move of two rows,
-among them those the basic moves cannot make when some cells are fixed (a suppression
-pattern's cycles through three rows are still out of reach of both; the tests compare
-with exact enumeration).
-Irreducibility on bounded windows is not proven in general.
+
+What is proven about reaching every candidate (``attrs["moves"]`` of the result says
+which case a release is in):
+
+* **Every total exact, cell windows without holes** (margins only, suppression, fixed
+  cells, structural zeros, bounds from the prior): the chain is irreducible.  The basic
+  moves (4-cycles) and the longer cycles are every circuit of the complete bipartite
+  graph K_{R,C}; its incidence matrix -- the row and column sums -- is unimodular, so its
+  circuits are its Graver basis (Sturmfels 1996, "Groebner Bases and Convex Polytopes",
+  ch. 8).  Between two candidates x and y, ``y - x`` is a conformal sum of Graver
+  elements (the defining property of a Graver basis: its elements are the conformally
+  minimal vectors of the lattice); adding them one at a time moves each cell
+  monotonically from ``x_c`` to ``y_c``, so every intermediate table stays within every
+  cell window (an interval) and keeps the totals: a path of moves, each of positive
+  probability.  Without bounds the basic moves alone already connect (Diaconis &
+  Sturmfels 1998); with bounds (a suppression pattern) the cycles through three or more
+  rows are needed, and the chain has them.
+* **Some total is a window** (rounding, noise, cell key) **or a cell window has holes**:
+  not proven; the tests compare with the exact DP on small tables and several chains
+  from dispersed starts let R-hat see a chain confined to one part.
 
 3-D tables with every 2-way margin: :mod:`.gibbs3d`.
 
@@ -152,12 +168,58 @@ class BlockGibbs(Route):
         return None
 
     def estimate(self, plan, what="posterior"):
+        """Memory (the kept draws and work space) and time: every sweep redraws about
+        1.25 R C lines, each over its whole range of values (as wide as the cells'
+        windows), and every ``block_every``-th sweep redraws two rows by the table DP,
+        whose states grow with the product of the two rows' ranges (its stored states,
+        :func:`riskengine.inference.table_dp.states`, on a pair of rows of a table near the
+        posterior's centre); the chains share the machine's cores."""
         release = plan.release
         cells = int(np.prod(release.shape, dtype=np.int64))
         n = self.chains * self.draws
-        return Cost(float(8 * (n * cells * 2 + 64 * cells * 200) + 50e6),
-                    f"{self.chains} chains x {self.draws} draws of "
-                    f"{' x '.join(map(str, release.shape))} tables")
+        mem = float(8 * (n * cells * 2 + 64 * cells * 200) + 50e6)
+        what_ = (f"{self.chains} chains x {self.draws} draws of "
+                 f"{' x '.join(map(str, release.shape))} tables")
+        if len(release.dims) != 2:
+            return Cost(mem, what_)
+        key = ("gibbs_seconds", self.block_every)
+        if key not in plan.prepared:
+            try:
+                ew, win, _ = self._windows_for(plan)
+            except ValueError:
+                plan.prepared[key] = (0.0, 0.0)
+            else:
+                r = win.cell_lo.shape[0]
+                width = np.isfinite(ew.interior[1]).sum(axis=-1)
+                line = 1.25 * cells * float(width.mean()) * 2.5e-8
+                block = 0.0
+                if self.block_every and r >= 2:
+                    # a table near the posterior's centre without an LP: independence
+                    # R_i C_j / N, within the cells' windows (ew: the DP's orientation)
+                    d0, d1 = ew.dims
+                    R = np.asarray(ew.lo[(d0,)], float)
+                    C = np.asarray(ew.lo[(d1,)], float)
+                    lo, lw = ew.interior
+                    fin = np.isfinite(lw)
+                    last = lo + lw.shape[-1] - 1 - np.argmax(fin[..., ::-1], axis=-1)
+                    x = np.clip(np.rint(np.outer(R, C) / max(R.sum(), 1.0)),
+                                lo + np.argmax(fin, axis=-1), last).astype(np.int64)
+                    rows = np.arange(2)
+                    # a draw is one forward pass and a walk back: about 4 ns a stored
+                    # state of two rows, three times more a further row (measured on 2 x
+                    # 2 .. 3 x 3 blocks, benchmarks/large_counts.py)
+                    block = min(dp.states(b)[1] * 4e-9 * 3.0 ** max(b.cell_lo.shape[0] - 2, 0)
+                                for b in (_block(win, x, rows),
+                                          _block(win, x, rows, transpose=True)))
+                plan.prepared[key] = (line, block)
+        line, block = plan.prepared[key]
+        sweeps = self.warmup + self.draws
+        per_chain = sweeps * line + (sweeps / self.block_every * block
+                                     if self.block_every else 0.0)
+        from os import cpu_count
+        cores = max(1, min(self.chains, cpu_count() or 1))
+        secs = per_chain * self.chains / cores + 1.0     # + starts and diagnostics
+        return Cost(mem, f"{what_}, about {secs:.2g} s", seconds=secs)
 
     @staticmethod
     def _windows_for(plan):
@@ -216,7 +278,7 @@ class BlockGibbs(Route):
                                    self.workers, self.scheduler))
         if flip:
             out = np.swapaxes(out, 2, 3)
-        return self._result(release, out)
+        return self._result(release, out, notes={"moves": _moves_2d(cw, sites)})
 
     @staticmethod
     def _block_sweep(win, x, rng, transpose, memory, ch):
@@ -244,17 +306,30 @@ class BlockGibbs(Route):
         if ew is None:
             raise ValueError(f"no original table is consistent with this "
                              f"{release.mechanism.name} release under this prior")
-        out = gibbs3d.chains(ew, self.chains, self.warmup, self.draws,
-                             self._rng(release, prior), plan.progress, workers=self.workers,
-                             scheduler=self.scheduler)
-        return self._result(release, out)
+        rng = self._rng(release, prior)
+        conn = gibbs3d.connectivity(ew)
+        starts = conn.starts(self.chains, rng)
+        if starts is None and not conn.proven:
+            starts = gibbs3d.dispersed_starts(ew, self.chains, rng)
+        out = gibbs3d.chains(ew, self.chains, self.warmup, self.draws, rng, plan.progress,
+                             workers=self.workers, scheduler=self.scheduler, starts=starts)
+        approximation = f"Monte Carlo: blocked Gibbs, {self.chains} chains x {self.draws} " \
+                        "draws" + ("" if conn.proven else
+                                   "; the moves are not proven to reach every candidate")
+        notes = {"moves": conn.text}
+        if conn.parts is not None:
+            notes["move_parts"] = conn.parts
+        return self._result(release, out, approximation, notes=notes,
+                            reducible=bool(conn.parts and conn.parts > 1))
 
     @staticmethod
-    def _result(release, draws, approximation: str = "", **extra) -> RouteResult:
+    def _result(release, draws, approximation: str = "", reducible: bool = False,
+                **extra) -> RouteResult:
         """The Monte Carlo result of the chains' kept ``draws`` ``(chain, draw, *shape)``:
         each cell's share of draws at each value, arviz diagnostics, whole-table draws
         replayed from the chains; ``approximation`` (default: blocked Gibbs) and ``extra``
-        fields of the result (``totals``, ``notes``)."""
+        fields of the result (``totals``, ``notes``); ``reducible``: the moves are known not
+        to connect the candidates (not converged, whatever the diagnostics say)."""
         chains, n = draws.shape[:2]
         shape = draws.shape[2:]
         lo = draws.min(axis=(0, 1))
@@ -269,10 +344,15 @@ class BlockGibbs(Route):
         summary = (f"max R-hat {diag.attrs['max_rhat']:.4f}, min bulk ESS "
                    f"{diag.attrs['min_ess_bulk']:.0f}, min tail ESS "
                    f"{diag.attrs['min_ess_tail']:.0f}")
-        if bad:
+        if reducible:
+            warnings.warn("the Monte Carlo posterior has not converged: the chains' moves do "
+                          "not connect the candidate tables (attrs['moves'] says how it was "
+                          f"found); {summary}", ConvergenceWarning, stacklevel=3)
+        elif bad:
             warnings.warn(f"the Monte Carlo posterior has not converged by the usual rules "
                           f"(R-hat <= {RHAT_MAX}, ESS >= {ESS_MIN}): {summary}",
                           ConvergenceWarning, stacklevel=3)
+        bad = bad or reducible
         notes = {"n_candidates_note": "not counted by the Monte Carlo route (draws visit "
                                       "candidates, they do not count them)",
                  "diagnostics": summary, **extra.pop("notes", {})}
@@ -282,6 +362,25 @@ class BlockGibbs(Route):
                            sampler=_replay(draws), diagnostics=diag, chains=draws,
                            converged=not bad, notes=notes, **extra)
 
+
+
+def _moves_2d(cw, sites: bool) -> str:
+    """What is proven about the 2-D chain reaching every candidate (the module docstring),
+    from the cell windows ``cw`` (flat log-weights) and whether some total is a window."""
+    fin = np.isfinite(cw)
+    first = np.argmax(fin, axis=1)
+    last = cw.shape[1] - 1 - np.argmax(fin[:, ::-1], axis=1)
+    cols = np.arange(cw.shape[1])
+    holes = bool(np.any(~fin & (cols >= first[:, None]) & (cols <= last[:, None])))
+    if not sites and not holes:
+        return ("the moves connect every candidate (proven): with every total exact, the "
+                "basic moves and the cycles are the Graver basis of two-way tables (the "
+                "circuits of a unimodular matrix; Sturmfels 1996, ch. 8), which connects "
+                "every fiber with cell bounds")
+    why = "some total is a window, not a number" if sites else \
+        "a cell's window excludes values between its ends"
+    return (f"not proven that the moves connect every candidate ({why}); the chains start "
+            "from dispersed tables and their agreement (R-hat) is the check")
 
 
 def _replay(draws):

@@ -41,35 +41,74 @@ _KEYED = ("the keys of entries whose records are unions of other entries' record
           "if the keys were independent")
 
 
+class _Part:
+    """One published entry's window on the records it counts: ``lo`` and ``lw`` (trimmed
+    to its finite span), and whether the likelihood goes on past each end (``cut_lo``,
+    ``cut_hi``: noise of unbounded support cut at the window; False: a hard end, the
+    likelihood is zero past it, as a rounding window's or a count's 0)."""
+
+    __slots__ = ("cut_hi", "cut_lo", "entry", "lo", "lw")
+
+    def __init__(self, entry, lo, lw, cut_lo, cut_hi):
+        self.entry, self.lo, self.lw, self.cut_lo, self.cut_hi = entry, lo, lw, cut_lo, cut_hi
+
+    @property
+    def hi(self) -> int:
+        return self.lo + self.lw.shape[0] - 1
+
+
+def _part(rset, ew, e) -> _Part:
+    """Entry ``e``'s window from its release's windows ``ew``: the padding past its own
+    window dropped, with its ends' cut flags (:attr:`EntryWindows.cut`; a mechanism that
+    states none has every end above 0 cut when it says ``windows_truncated``)."""
+    lo = int(ew.lo[e.keep][e.index])
+    lw = np.asarray(ew.lw[e.keep][e.index], dtype=float)
+    fin = np.flatnonzero(np.isfinite(lw))
+    cut = getattr(ew, "cut", None)
+    if cut is None:
+        lo_cut = hi_cut = bool(getattr(rset.releases[e.release].mechanism,
+                                       "windows_truncated", False))
+    elif e.keep in cut:
+        lo_cut, hi_cut = (bool(np.asarray(c)[e.index]) for c in cut[e.keep])
+    else:
+        lo_cut = hi_cut = False
+    if fin.size == 0:
+        return _Part(e, lo, lw[:0], False, False)
+    first = lo + int(fin[0])
+    return _Part(e, first, lw[fin[0]:fin[-1] + 1], lo_cut and first > 0, hi_cut)
+
+
 class _Model:
     """The set as variables (finest cells, C order) and sum factors, with the order the
-    forward pass visits the cells in."""
+    forward pass visits the cells in.  ``var_cuts[c]`` / ``fac_cuts[k]``: per window end
+    (low, high) the entries whose noise window was cut there (empty: a hard end)."""
 
     def __init__(self, rset, prior, windows, plan: bool = True):
         """``windows``: each release's entry windows (the set's route input)."""
         self.rset = rset
         by_cells: dict = {}
         for e in rset.entries:
-            ew = windows[e.release]
-            lo = int(ew.lo[e.keep][e.index])
-            lw = np.asarray(ew.lw[e.keep][e.index], dtype=float)
-            by_cells.setdefault(e.cells.tobytes(), []).append((e, lo, lw))
-        self.truncated = any(getattr(r.mechanism, "windows_truncated", False)
-                             for r in rset.releases)
+            by_cells.setdefault(e.cells.tobytes(), []).append(_part(rset, windows[e.release],
+                                                                    e))
         n = int(np.prod(rset.shape))
         unary = [None] * n
+        self.var_cuts = [((), ())] * n
         factors = []                       # (cells, lo, lw, [entries])
+        self.fac_cuts = []
         self.keyed_sums = False
         for group in by_cells.values():
-            cells = group[0][0].cells
-            lo, lw = _combine(rset, group)
+            cells = group[0].entry.cells
+            lo, lw, cuts = _combine(rset, group)
             if cells.size == 1:
                 unary[int(cells[0])] = (lo, lw)
+                self.var_cuts[int(cells[0])] = cuts
             else:
-                factors.append((cells, lo, lw, [g[0] for g in group]))
-                self.keyed_sums |= any(getattr(rset.releases[g[0].release].mechanism, "keyed",
-                                               False) for g in group)
+                factors.append((cells, lo, lw, [g.entry for g in group]))
+                self.fac_cuts.append(cuts)
+                self.keyed_sums |= any(getattr(rset.releases[g.entry.release].mechanism,
+                                               "keyed", False) for g in group)
         # cells no entry weighs alone: from 0 to what the smallest entry holding them allows
+        # (a hard end: the entry's own end is checked)
         upper = np.full(n, np.iinfo(np.int64).max)
         held = np.zeros(n, bool)
         for cells, lo, lw, _ in factors:
@@ -96,6 +135,15 @@ class _Model:
         with np.errstate(invalid="ignore"):
             both = lw + plw
         self.lw = np.where(np.isnan(both), -np.inf, both)
+        # a cell's cut end matters only where the prior allows the value past it
+        past = np.stack([self.lo - 1, np.maximum(self.top + 1, 0)], axis=-1)
+        beyond = np.isfinite(prior.log_weights(np.maximum(past, 0).reshape(rset.shape + (2,)),
+                                               rset.dims, rset.coords).reshape(n, 2))
+        beyond[:, 0] &= self.lo > 0
+        self.var_cuts = [(low if beyond[c, 0] else (), high if beyond[c, 1] else ())
+                         for c, (low, high) in enumerate(self.var_cuts)]
+        #: some window end cuts a likelihood that goes on past it: the posterior is checked
+        self.truncated = any(a or b for a, b in self.var_cuts + self.fac_cuts)
         self.factors = factors
         if plan:
             self.order, self.plan = self._best_order()
@@ -121,17 +169,20 @@ class _Model:
 
 
 def _combine(rset, group):
-    """One window for the entries holding the same records: keyed noise counts once (and
-    must agree), independent noise multiplies."""
-    keyed = [(e, lo, lw) for e, lo, lw in group
-             if getattr(rset.releases[e.release].mechanism, "keyed", False)]
-    free = [(e, lo, lw) for e, lo, lw in group
-            if not getattr(rset.releases[e.release].mechanism, "keyed", False)]
+    """One window for the entries holding the same records (:class:`_Part` each): keyed
+    noise counts once (and must agree), independent noise multiplies.  Returns
+    ``(lo, lw, (low, high))``: per end the entries whose cut window leaves the likelihood
+    positive past it (empty: a hard end)."""
+    keyed = [g for g in group
+             if getattr(rset.releases[g.entry.release].mechanism, "keyed", False)]
+    free = [g for g in group
+            if not getattr(rset.releases[g.entry.release].mechanism, "keyed", False)]
     parts = list(free)
     if keyed:
-        e0, _, _ = keyed[0]
+        e0 = keyed[0].entry
         m0 = rset.releases[e0.release].mechanism
-        for e, _, _ in keyed[1:]:
+        for g in keyed[1:]:
+            e = g.entry
             m = rset.releases[e.release].mechanism
             if m.to_dict() != m0.to_dict():
                 raise ValueError(
@@ -147,29 +198,67 @@ def _combine(rset, group):
                     "releases are not from one run with one set of record keys")
         # a repeated entry of one release carries weight 0 on its window (it is the same
         # cell); the real likelihood is the smallest log-weight of the copies
-        lo = min(x for _, x, _ in keyed)
-        hi = max(x + w.shape[0] for _, x, w in keyed)
+        lo = min(g.lo for g in keyed)
+        hi = max(g.lo + g.lw.shape[0] for g in keyed)
         acc = np.full(hi - lo, np.inf)
         mask = np.ones(hi - lo, bool)
-        for _, x, w in keyed:
+        for g in keyed:
             full = np.full(hi - lo, -np.inf)
-            full[x - lo:x - lo + w.shape[0]] = w
+            full[g.lo - lo:g.lo - lo + g.lw.shape[0]] = g.lw
             acc = np.minimum(acc, full)
             mask &= np.isfinite(full)
-        parts.append((e0, lo, np.where(mask, acc, -np.inf)))
-    lo = max(x for _, x, _ in parts)
-    hi = min(x + w.shape[0] for _, x, w in parts)
+        parts.append(_Part(e0, lo, np.where(mask, acc, -np.inf),
+                           all(g.cut_lo for g in keyed), all(g.cut_hi for g in keyed)))
+    lo = max(g.lo for g in parts)
+    hi = min(g.lo + g.lw.shape[0] for g in parts)
     if hi <= lo:
         raise ValueError(f"no original value fits every publication of the records of "
-                         f"{_where(rset, group[0][0])}")
+                         f"{_where(rset, group[0].entry)}")
     lw = np.zeros(hi - lo)
-    for _, x, w in parts:
-        lw = lw + w[lo - x:hi - x]
+    for g in parts:
+        lw = lw + g.lw[lo - g.lo:hi - g.lo]
     fin = np.flatnonzero(np.isfinite(lw))
     if fin.size == 0:
         raise ValueError(f"no original value fits every publication of the records of "
-                         f"{_where(rset, group[0][0])}")
-    return lo + int(fin[0]), lw[fin[0]:fin[-1] + 1]
+                         f"{_where(rset, group[0].entry)}")
+    first, last = lo + int(fin[0]), lo + int(fin[-1])
+    return first, lw[fin[0]:fin[-1] + 1], (_cut_below(parts, first), _cut_above(parts, last))
+
+
+def _positive(g: _Part, values: np.ndarray) -> np.ndarray:
+    """Where entry window ``g``'s likelihood may be positive at ``values``: inside the
+    window where its log-weight is finite, past a cut end everywhere, past a hard end
+    nowhere."""
+    j = values - g.lo
+    inside = (j >= 0) & (j < g.lw.shape[0])
+    fin = np.isfinite(g.lw[np.clip(j, 0, max(g.lw.shape[0] - 1, 0))]) if g.lw.size else \
+        np.zeros(values.shape, bool)
+    return np.where(inside, fin, np.where(j < 0, g.cut_lo, g.cut_hi))
+
+
+def _cut_below(parts, first: int) -> tuple:
+    """The entries whose cut windows leave the product of ``parts`` positive below
+    ``first`` (the combined window's first value); ``()``: a hard end."""
+    if first <= 0:
+        return ()
+    start = max(min(g.lo for g in parts) - 1, 0)
+    values = np.arange(start, first)
+    ok = np.logical_and.reduce([_positive(g, values) for g in parts])
+    if not ok.any():
+        return ()
+    v = int(values[np.flatnonzero(ok)[-1]])
+    return tuple(g.entry for g in parts if v < g.lo)
+
+
+def _cut_above(parts, last: int) -> tuple:
+    """The entries whose cut windows leave the product of ``parts`` positive above
+    ``last`` (the combined window's last value); ``()``: a hard end."""
+    values = np.arange(last + 1, max(g.hi for g in parts) + 2)
+    ok = np.logical_and.reduce([_positive(g, values) for g in parts])
+    if not ok.any():
+        return ()
+    v = int(values[np.flatnonzero(ok)[0]])
+    return tuple(g.entry for g in parts if v > g.hi)
 
 
 def _where(rset, e) -> str:
@@ -283,22 +372,42 @@ class LinkedDP(Route):
 
 
 def _check_edges(model, var_probs, fac):
-    """Noise with unbounded support is cut at each entry's window: refuse when the
-    posterior keeps more than _EDGE of its mass at a cut edge."""
+    """Noise with unbounded support is cut at its entries' windows: refuse when the
+    posterior keeps more than _EDGE of its mass at a cut end.  Only ends where some
+    entry's window was cut count (``model.var_cuts``, ``model.fac_cuts``); a hard end (a
+    rounding window's, a count's 0, the prior's bound) holds any mass.  A ValueError, not
+    a route's refusal (``FloatingPointError``, which ``route="auto"`` answers with the next
+    route): every route of the set works on the same windows, so none can answer."""
     p = model.plan
+    rset = model.rset
     for t, c in enumerate(model.order):
         q = var_probs[t]
-        at_top = p.vhi[t] == model.top[c]
-        low = p.vlo[t] == model.lo[c] and p.vlo[t] > 0 and model.top[c] >= 0
-        if (at_top and q[-1] > _EDGE) or (low and q[0] > _EDGE):
-            raise FloatingPointError(
-                f"the posterior keeps {max(q[-1], q[0]):.3g} of its mass at the edge of a "
-                "noise window: the prior puts its mass far from the published values "
-                "(analyse the tables one by one, whose routes widen their windows)")
+        low, high = model.var_cuts[c]
+        at = np.unravel_index(c, rset.shape)
+        what = "finest cell " + str({d: rset.coords[d][i] for d, i in zip(rset.dims, at)})
+        if high and p.vhi[t] == model.top[c] and q[-1] > _EDGE:
+            raise ValueError(_edge_message(rset, q[-1], "high", int(p.vhi[t]), what, high))
+        if low and p.vlo[t] == model.lo[c] and q[0] > _EDGE:
+            raise ValueError(_edge_message(rset, q[0], "low", int(p.vlo[t]), what, low))
     for k, (lo, q) in fac.items():
-        _, flo, flw, _ = model.factors[k]
-        top = (lo + q.shape[0] - 1) == flo + flw.shape[0] - 1
-        if (top and q[-1] > _EDGE) or (lo == flo and lo > 0 and q[0] > _EDGE):
-            raise FloatingPointError(
-                f"the posterior keeps {max(q[-1], q[0]):.3g} of its mass at the edge of a "
-                "total's noise window: the prior puts its mass far from the published values")
+        _, flo, flw, entries = model.factors[k]
+        low, high = model.fac_cuts[k]
+        what = "the sum of the records counted by " + _where(rset, entries[0])
+        if high and lo + q.shape[0] - 1 == flo + flw.shape[0] - 1 and q[-1] > _EDGE:
+            raise ValueError(_edge_message(rset, q[-1], "high", lo + q.shape[0] - 1, what,
+                                           high))
+        if low and lo == flo and q[0] > _EDGE:
+            raise ValueError(_edge_message(rset, q[0], "low", lo, what, low))
+
+
+def _edge_message(rset, mass, side, value, what, entries) -> str:
+    """The refusal of a posterior cut off at a noise window's end: where, which end,
+    which publications' windows were cut there."""
+    cut = "; ".join(f"{_where(rset, e)} (published {e.value}, "
+                    f"{rset.releases[e.release].mechanism.describe()})" for e in entries)
+    beyond = "below" if side == "low" else "above"
+    return (f"the posterior keeps {mass:.3g} of its mass at the {side} end ({value}) of the "
+            f"window of {what}: the noise window of {cut} was cut there (the noise has "
+            f"unbounded support: originals {beyond} {value} keep a positive likelihood): "
+            "the prior puts its mass far from the published values (analyse the tables one "
+            "by one, whose routes widen their windows)")

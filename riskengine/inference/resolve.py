@@ -13,6 +13,10 @@ results before the one labelling step.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
+
 import numpy as np
 
 from .. import _budget
@@ -22,7 +26,8 @@ from ..release import Release
 from ..release_set import ReleaseSet
 from . import _label
 
-__all__ = ["count_candidates", "plan", "posterior", "route_for", "select_route"]
+__all__ = ["REFUSALS", "TIME_BUDGET", "count_candidates", "plan", "posterior", "route_for",
+           "select_route"]
 
 
 def _prior(prior) -> Prior:
@@ -50,15 +55,44 @@ def plan(release, prior=None, *, memory=None, progress=None, mcmc=None) -> Plan:
                 progress=progress, mcmc=mcmc)
 
 
+#: seconds ``route="auto"`` waits for a route: a route whose estimate is longer is passed
+#: over (with its estimate in the reason); a route named by the caller runs anyway, and its
+#: ``route_reason`` says it was estimated past this budget
+TIME_BUDGET = 120.0
+
+#: what a route raises when it refuses a release it accepted at its estimate (the table DP:
+#: more stored states than the budget, weights beyond the floats' range): ``auto`` goes on
+#: to the next route
+REFUSALS = (MemoryError, FloatingPointError)
+
+#: a route that has not reported progress for this many seconds gets a heartbeat call of
+#: the progress callback (:class:`_Heartbeat`)
+HEARTBEAT_SECONDS = 2.0
+
+
+def _fmt_seconds(s: float) -> str:
+    return f"{s:.2g} s" if s < 100 else f"{s:.3g} s" if s < 1e5 else f"{s:.2e} s"
+
+
 def select_route(plan: Plan, route: str = "auto", what: str = "posterior"):
     """``(route, reason)``: the route that answers ``plan.release`` under ``plan.prior``.
 
     ``route="auto"``: the first of the mechanism's routes that applies and whose estimate
-    fits the budget (``plan.memory``) and is not too long; ``reason`` says why the routes
-    before it were passed over.  ``"mcmc"``: the mechanism's Monte Carlo route.  A named
-    route is checked the same way and refused with the reason.  ``what``:
-    ``"posterior"``, ``"posterior+count"`` or ``"count"``.
+    fits the budget (``plan.memory``) and the time budget (:data:`TIME_BUDGET`, and no
+    ``too_long``); ``reason`` says why the routes before it were passed over.  ``"mcmc"``:
+    the mechanism's Monte Carlo route.  A named route is checked the same way and refused
+    with the reason (memory), or taken with its time estimate in the reason (time).
+    ``what``: ``"posterior"``, ``"posterior+count"`` or ``"count"``.
     """
+    r, reason, _ = next(_candidates(plan, route, what, []))
+    return r, reason
+
+
+def _candidates(plan: Plan, route: str, what: str, skipped: list):
+    """The routes that may answer, in order, each as ``(route, reason, cost)``: the first that
+    fits, then (``auto``) the next ones for when it refuses at its run (the caller adds its
+    refusal to ``skipped``, which every later reason and the final error name).  A
+    ValueError when none is left."""
     mech = plan.release.mechanism
     routes = tuple(mech.routes)
     if not isinstance(route, str):
@@ -67,6 +101,10 @@ def select_route(plan: Plan, route: str = "auto", what: str = "posterior"):
     if routes and route not in ("auto", "mcmc", *every):   # a typo first, whatever `what`
         raise ValueError(f"unknown route {route!r} for {mech.name} releases; known: "
                          f"{', '.join(['auto'] + every)}")
+    if "window_cost" in plan.inputs:          # a parameter that sizes every window (a
+        cost = plan.inputs["window_cost"]       # rounding base, a noise scale): before any
+        if cost is not None:                    # route builds the windows, one line
+            _budget.check_fits(*cost, plan.memory)
     if what == "count":
         why_not = next((r.uncountable for r in routes if r.uncountable), "")
         routes = tuple(r for r in routes if r.counts)
@@ -88,22 +126,43 @@ def select_route(plan: Plan, route: str = "auto", what: str = "posterior"):
         raise ValueError(f"unknown route {route!r} for {mech.name} releases; known: "
                          f"{', '.join(['auto'] + names)}")
     limit = plan.memory
-    skipped = []
     for r in routes:
         if route not in ("auto", r.name):
             continue
+        if plan.mcmc is not None and not r.exact and hasattr(r, "with_settings"):
+            r = r.with_settings(plan.mcmc)    # a per-call copy: the shared route is untouched
         why = r.applies(plan)
         if why is None:
-            cost = r.estimate(plan, what)
-            if cost.too_long and route == "auto":
-                skipped.append((r.name, cost.too_long + (
+            try:
+                cost = r.estimate(plan, what)
+            except REFUSALS as exc:
+                if route != "auto":
+                    raise
+                skipped.append((r.name, f"refused while estimating: {exc}"))
+                continue
+            late = cost.seconds > TIME_BUDGET
+            if route == "auto" and (cost.too_long or (late and cost.memory <= limit)):
+                text = cost.too_long or (
+                    f"would take about {_fmt_seconds(cost.seconds)} ({cost.detail}), more "
+                    f"than route='auto' waits ({TIME_BUDGET:.0f} s)")
+                skipped.append((r.name, text + (
                     f"; route={r.name!r} runs it to the end" if r.name else "")))
                 continue
             if cost.memory <= limit:
-                reason = ("requested" if route != "auto" else
-                          "first route that applies within the memory budget"
-                          if not skipped else "; ".join(f"{n}: {w}" for n, w in skipped))
-                return r, reason
+                if route != "auto":
+                    reason = "requested"
+                    if late or cost.too_long:
+                        reason += ("; estimated past the time budget of route='auto': "
+                                   + (cost.too_long or
+                                      f"about {_fmt_seconds(cost.seconds)} ({cost.detail}), "
+                                      f"more than {TIME_BUDGET:.0f} s"))
+                else:
+                    reason = "first route that applies within the memory and time budget"
+                    if skipped:
+                        reason += "; passed over: " + "; ".join(f"{n}: {w}"
+                                                                 for n, w in skipped)
+                yield r, reason, cost
+                continue
             why = (f"needs {_budget.fmt_bytes(cost.memory)} ({cost.detail}), more than the "
                    f"memory budget of {_budget.fmt_bytes(limit)}")
         if route != "auto":
@@ -130,16 +189,85 @@ def route_for(release, prior=None, route: str = "auto", memory=None,
     return select_route(plan(release, prior, memory=memory), route, what)
 
 
+class _Heartbeat:
+    """The caller's progress callback as routes see it: it also calls the callback itself
+    when the route has not for :data:`HEARTBEAT_SECONDS` (repeating the route's last
+    ``(done, total)``, or, from a route that reports nothing, seconds elapsed of the
+    estimated seconds), so any run longer than a few seconds reports."""
+
+    def __init__(self, progress, seconds: float):
+        self.progress, self.seconds = progress, float(seconds)
+        self.lock = threading.Lock()
+        self.t0 = self.last = time.monotonic()
+        self.state = None
+        self.beats = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True,
+                                       name="riskengine-progress")
+
+    def __call__(self, done, total):
+        with self.lock:
+            self.last = time.monotonic()
+            self.state = (done, total)
+            self.progress(done, total)
+
+    def _elapsed(self):
+        el = time.monotonic() - self.t0
+        return int(el), int(max(self.seconds, el + 1))
+
+    def _beat(self):
+        while not self.stop.wait(0.25):
+            with self.lock:
+                if time.monotonic() - self.last < HEARTBEAT_SECONDS:
+                    continue
+                self.last = time.monotonic()
+                self.beats += 1
+                state = self.state or self._elapsed()
+                with contextlib.suppress(Exception):    # the run decides, not the beat
+                    self.progress(*state)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+        if exc[0] is None and self.beats and self.state is None:
+            _, total = self._elapsed()
+            self.progress(total, total)         # a silent route's beats end at their total
+        return False
+
+
 def _run(p: Plan, route: str, count: bool):
-    """Resolve and run: ``(route, reason, RouteResult)``."""
-    r, reason = select_route(p, route, "posterior+count" if count else "posterior")
-    if p.mcmc is not None and not r.exact:
-        r = r.with_settings(p.mcmc)           # a per-call copy: the shared route is untouched
-    res = r.run(p, count=count)
-    if not isinstance(res, RouteResult):
-        raise TypeError(f"internal error: route {r.name!r} returned {type(res).__name__}, "
-                        "not a RouteResult")
-    return r, reason, res
+    """Resolve and run: ``(route, reason, RouteResult)``; under ``auto`` a route that
+    refuses at its run (:data:`REFUSALS`) passes the release on to the next one."""
+    skipped: list = []
+    user_progress = p.progress
+    try:
+        for r, reason, cost in _candidates(p, route, "posterior+count" if count else
+                                           "posterior", skipped):
+            try:
+                if user_progress is None:
+                    res = r.run(p, count=count)
+                else:
+                    with _Heartbeat(user_progress, cost.seconds) as beat:
+                        p.progress = beat
+                        res = r.run(p, count=count)
+            except REFUSALS as exc:
+                if route != "auto":
+                    raise
+                skipped.append((r.name, f"refused while running: {type(exc).__name__}: {exc}"))
+                continue
+            finally:
+                p.progress = user_progress
+            if not isinstance(res, RouteResult):
+                raise TypeError(f"internal error: route {r.name!r} returned "
+                                f"{type(res).__name__}, not a RouteResult")
+            return r, reason, res
+    finally:
+        p.progress = user_progress
+    raise AssertionError("unreachable: _candidates raises when no route is left")  # pragma: no cover
 
 
 def posterior(release, prior: Prior | None = None, *, route: str = "auto", progress=None,
@@ -154,11 +282,14 @@ def posterior(release, prior: Prior | None = None, *, route: str = "auto", progr
         The intruder's or user's prior over original tables.
     route : str
         Inference route: ``"auto"`` takes the first of the mechanism's routes (fastest
-        exact first) that applies to this release and fits the memory and time budget,
-        and says why in ``attrs["route_reason"]``; ``"mcmc"`` the Monte Carlo route; a
+        exact first) that applies to this release and fits the memory and time budget
+        (:data:`TIME_BUDGET` seconds), goes on to the next one when a route refuses at its
+        run (:data:`REFUSALS`), and says why in ``attrs["route_reason"]``; ``"mcmc"`` the Monte Carlo route; a
         route name forces it (an unknown name is an error listing the known ones).
     progress : callable(done, total) or None
-        Called as work proceeds on long runs.
+        Called as work proceeds on long runs, at least every few seconds (a route that
+        reports nothing for :data:`HEARTBEAT_SECONDS` gets a call on its behalf: its last
+        ``(done, total)``, or seconds elapsed of the seconds it was estimated at).
     count : bool
         Also count the candidates exactly (``n_candidates``; some routes count in the
         same pass, others need one more).
@@ -229,12 +360,48 @@ def count_candidates(release, prior: Prior | None = None, *, route: str = "auto"
         have produced is a ``ValueError``, as for :func:`posterior`.
     """
     p = plan(release, prior, memory=memory, progress=progress)
-    r, _ = select_route(p, route, "count")
-    n = r.count(p)
+    skipped: list = []
+    for r, _, cost in _candidates(p, route, "count", skipped):
+        try:
+            if progress is None:
+                n = r.count(p)
+            else:
+                with _Heartbeat(progress, cost.seconds) as beat:
+                    p.progress = beat
+                    try:
+                        n = r.count(p)
+                    finally:
+                        p.progress = progress
+        except REFUSALS as exc:
+            if route != "auto":
+                raise
+            skipped.append((r.name, f"refused while counting: {type(exc).__name__}: {exc}"))
+            continue
+        break
     if n == 0:   # the same answer as the posterior's, whichever route counted
         raise ValueError(f"no original table is consistent with this "
                          f"{p.release.mechanism.name} release under this prior")
+    approx = _counted_approximately(p, r)
+    if approx:
+        raise ValueError(f"the exact number of candidates of this {p.release.mechanism.name} "
+                         f"release is not known: route {r.name!r} counts the {n} tables each "
+                         f"of whose published entries is possible on its own (an upper "
+                         f"bound), but {approx}")
     return n
+
+
+def _counted_approximately(plan: Plan, route) -> str:
+    """What makes a count by ``route`` count other tables than those of positive
+    likelihood (empty: none): the product of keyed entries' probabilities (the cell key
+    method with totals: a table whose every entry is possible on its own may have
+    likelihood 0 once the keys are tied), unless the route integrates over the keys.
+    Other approximate products (controlled rounding's marginal probabilities) keep the
+    support, hence the count."""
+    if (getattr(route, "integrates_keys", False) or "windows" not in plan.inputs
+            or not getattr(plan.release.mechanism, "keyed", False)):
+        return ""
+    w = plan.inputs["windows"]
+    return getattr(w, "approximation", "") or ""
 
 
 def _mixture(release, prior, candidates, weights, *, route, progress, count, memory, mcmc):

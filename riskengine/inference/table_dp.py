@@ -28,7 +28,7 @@ from . import halves
 from .windows import EntryWindows
 
 __all__ = ["TableDP", "Windows", "count", "from_entries", "release_windows", "sample",
-           "sampler", "solve", "states"]
+           "sampler", "seconds", "solve", "states"]
 
 
 @dataclass
@@ -295,6 +295,50 @@ def from_entries(ew: EntryWindows) -> Windows:
                    ew.lw[(d1,)], int(glo), np.asarray(glw).reshape(-1))
 
 
+#: wall time per stored DP state (forward pass, checkpoint recomputation, backward pass)
+#: of a DP over two rows, three times more with each further row (each state's gather
+#: walks the prefix of the other rows' sums), measured on margins-only 2 x 2 .. 4 x 4 tables
+#: (benchmarks/large_counts.py, 2-core reference machine, rounded up)
+SECONDS_PER_STATE = 5e-8
+#: wall time per column-sum vector of the half-split count
+HALVES_SECONDS_PER_VECTOR = 2e-8
+
+
+def seconds(win: Windows, what: str = "posterior") -> float:
+    """Estimated wall time of the DP on ``win`` for ``what`` (``"posterior"``,
+    ``"posterior+count"``, ``"count"``): its stored states times :data:`SECONDS_PER_STATE`,
+    tripled per row beyond two (the count: its limbs instead of the backward pass).
+
+    Parameters
+    ----------
+    win : Windows
+        The DP's windows.
+    what : str
+        What is computed.
+
+    Returns
+    -------
+    float
+        Seconds (0 when no table has positive weight).
+    """
+    try:
+        w = win.trimmed()
+    except _Empty:
+        return 0.0
+    w, _ = _largest_row_last(w)
+    _, derived, args, _ = _args(w)
+    # every possible value counts, also those whose float weight underflows here: the run
+    # re-anchors the weights at the mode when they do, and then holds them
+    total = float(table_dp.stage_states(args.row_lo_hi, args.lo, args.cind.astype(float),
+                                        args.clo, args.kind.astype(float),
+                                        args.derived).sum())
+    rows = w.cell_lo.shape[0]
+    per = SECONDS_PER_STATE * 3.0 ** max(rows - 2, 0)
+    if what == "count":
+        return total * per * 0.5 * _limbs(w, derived)
+    return total * per * (1.5 if what == "posterior+count" else 1.0)
+
+
 def memory(win: Windows, what: str) -> tuple:
     """``(bytes, detail)`` the DP needs at least for ``what`` (``"posterior"``: the forward
     stages kept as checkpoints and one segment recomputed at a time, the backward pass and
@@ -392,9 +436,12 @@ class TableDP(Route):
             grid = _halves(win, size_only=True)
             if grid is not None:
                 return Cost(60.0 * min(grid, 2.0 ** 20),
-                            f"{grid:.3g} column-sum vectors of two row halves")
+                            f"{grid:.3g} column-sum vectors of two row halves",
+                            seconds=grid * HALVES_SECONDS_PER_VECTOR)
         need, detail = memory(win, what)
-        return Cost(need, f"{detail}, rows = {ew.dims[0]!r}")
+        secs = seconds(win, what)
+        return Cost(need, f"{detail}, rows = {ew.dims[0]!r}, about {secs:.2g} s",
+                    seconds=secs)
 
     def run(self, plan, *, count=True):
         release, memory = plan.release, plan.memory

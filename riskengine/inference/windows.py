@@ -21,7 +21,14 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-__all__ = ["EntryWindows", "around", "exact", "flat", "from_published", "total_bound"]
+from .._budget import fmt_number
+
+__all__ = ["EntryWindows", "around", "around_cost", "exact", "flat", "from_published",
+           "total_bound", "window_bytes"]
+
+#: arrays of a block's windows alive at once while they are made (values, distances,
+#: masks, log-likelihood terms: measured with tracemalloc on rounding and noise windows)
+_WORKING = 6
 
 
 @dataclass
@@ -30,7 +37,12 @@ class EntryWindows:
 
     ``lo[keep]`` (int64, the block's shape) and ``lw[keep]`` (float, shape + window) per
     block, keyed by the dims the block keeps (the interior: every dim).  ``approximation``
-    says what the likelihood approximates (empty when it is exact).
+    says what the likelihood approximates (empty when it is exact).  ``cut[keep]``:
+    ``(low, high)`` boolean arrays of the block's shape, True where the window's end cuts
+    a likelihood that goes on past it (noise of unbounded support); a block missing from
+    ``cut`` has hard ends (the likelihood is zero past them: a rounding window, a count's
+    0).  ``cut=None``: not stated (a route then goes by the mechanism's
+    ``windows_truncated``).
     """
 
     dims: tuple
@@ -40,6 +52,8 @@ class EntryWindows:
     approximation: str = field(default="")
     #: log of the constant factor taken out of the weights (added back to the evidence)
     shift: float = field(default=0.0)
+    #: ``{keep: (low, high)}``: which window ends cut an unbounded likelihood (see above)
+    cut: dict | None = field(default=None)
 
     @property
     def interior(self) -> tuple:
@@ -58,7 +72,7 @@ class EntryWindows:
             both = lw + plw
         new_lw[self.dims] = np.where(np.isnan(both), -np.inf, both)
         return EntryWindows(self.dims, self.shape, new_lo, new_lw, self.approximation,
-                            self.shift)
+                            self.shift, self.cut)
 
     def tilted(self, anchor: np.ndarray | None = None) -> EntryWindows:
         """The same weights of every table, better scaled for floating point.
@@ -158,7 +172,8 @@ class EntryWindows:
             tv = self.lo[k][..., None] + np.arange(self.lw[k].shape[-1])
             f = np.isfinite(self.lw[k])
             new_lw[k] = np.where(f, self.lw[k] - np.asarray(theta[k])[..., None] * tv, -np.inf)
-        return EntryWindows(dims, self.shape, new_lo, new_lw, self.approximation, shift)
+        return EntryWindows(dims, self.shape, new_lo, new_lw, self.approximation, shift,
+                            self.cut)
 
     def mode(self, rng: np.random.Generator | None = None) -> np.ndarray:
         """The table that maximises the interior's log-weights (concave envelope, by
@@ -224,8 +239,13 @@ class EntryWindows:
         lo, lw = dict(self.lo), dict(self.lw)
         lo[self.dims[::-1]] = lo.pop(self.dims).T
         lw[self.dims[::-1]] = np.swapaxes(lw.pop(self.dims), 0, 1)
+        cut = None
+        if self.cut is not None:
+            cut = dict(self.cut)
+            if self.dims in cut:
+                cut[self.dims[::-1]] = tuple(np.asarray(c).T for c in cut.pop(self.dims))
         return EntryWindows(self.dims[::-1], self.shape[::-1], lo, lw, self.approximation,
-                            self.shift)
+                            self.shift, cut)
 
     def trimmed(self) -> EntryWindows | None:
         """Impossible values at both ends of every window dropped; ``None`` when some entry
@@ -236,7 +256,8 @@ class EntryWindows:
             if t is None:
                 return None
             lo[k], lw[k] = t
-        return EntryWindows(self.dims, self.shape, lo, lw, self.approximation, self.shift)
+        return EntryWindows(self.dims, self.shape, lo, lw, self.approximation, self.shift,
+                            self.cut)
 
 
 def trim(lo, lw):
@@ -281,6 +302,54 @@ def around(published, base: int, loglik=None):
     if loglik is not None:
         lw = lw + loglik(vals, pub[..., None])
     return lo, lw
+
+
+def window_bytes(block_sizes, width: int) -> float:
+    """Peak bytes of making windows of ``width`` values for blocks of ``block_sizes``
+    entries: every block's windows kept (8-byte floats), and the working arrays of the
+    largest block while it is made.
+
+    Parameters
+    ----------
+    block_sizes : sequence of int
+        Entries per block (the interior, each published total).
+    width : int
+        Values in each entry's window.
+
+    Returns
+    -------
+    float
+        Bytes (a float: huge widths need no integer overflow check).
+    """
+    sizes = [int(n) for n in block_sizes]
+    return 8.0 * float(width) * (sum(sizes) + _WORKING * max(sizes, default=0))
+
+
+def around_cost(release, base: int, mechanism: str):
+    """The ``window_cost`` input of mechanisms whose windows are :func:`around` (every
+    entry within ``base - 1`` of its published value): ``(what, bytes, detail)``.
+
+    Parameters
+    ----------
+    release : rk.Release
+        The release (its interior and published totals are the entries).
+    base : int
+        The rounding base.
+    mechanism : str
+        The mechanism's class name, for the message.
+
+    Returns
+    -------
+    tuple
+        ``(what, bytes, detail)``: ``what`` names the parameter and its value, ``bytes``
+        the peak memory of the windows, ``detail`` what was counted.
+    """
+    sizes = [int(np.prod(release.shape, dtype=np.int64))] + [
+        int(np.size(v)) for v in release.margins.values()]
+    W = 2 * int(base) - 1
+    detail = (f"a window of 2 x base - 1 = {W:.3g} original values for each of the "
+              f"{sum(sizes)} published cells and totals, 8 bytes a value")
+    return f"{mechanism} base {fmt_number(base)}", window_bytes(sizes, W), detail
 
 
 def total_bound(dims, shape, lo: dict, lw: dict) -> np.ndarray:

@@ -14,17 +14,31 @@ Keys are held on a grid of 2^-52 (a float key is rounded down to it): sums of ke
 modulo 1 are then exact integer sums, so a cell's key does not depend on how its records
 are added up (records, cells of a total, or the cells of another table).
 
-Likelihood of a published table given the original (DESIGN.md): the product over the
-published cells and totals of Pr(published - original | original), the keys being
-unknown to the intruder and uniform.  Entries that hold the same records (the column
-totals of a table with one row) are one cell with one key and count once.  For a cell
-alone the product is exact; for a total and its cells it is an approximation, named in
-the posterior's ``attrs["approximation"]``: any proper subset of the keys of a total and
-its cells is independent and uniform, but the total's key is the fractional part of the
-sum of its cells' keys.  Every entry's window holds the originals within the p-table's
-largest perturbations of its published value; the routes are the table DP (2-D with every
-total), the 3-D enumerator and the line route (1-D tables, tables without totals), and
-the number of candidates is finite.
+Likelihood of a published table given the original: the probability, over the keys of
+its nonempty cells (uniform and independent), that every published cell and total is
+published as it is.  Entries that hold the same records (the column totals of a table with
+one row; a total with one nonempty cell) have the same key.  Routes:
+
+* ``keys`` (exact; :mod:`riskengine.inference.keyed`): tables whose published totals are
+  disjoint sums of cells (a 1-D table and its total, a 2-D table and its grand total, the
+  totals of one dim) and whose p-table's interval ends lie on a grid of at most 1e5
+  segments (p-tables written as decimals): the likelihood integrated over the keys, by a
+  chain over the cells carrying the exact piecewise-polynomial density of the running
+  fractional sum of the keys.  The default wherever it applies.
+* the product of every entry's p-table probability (``dp``, ``enumerate``, ``line``,
+  ``gibbs``): exact for a table without totals; with totals an approximation, named in
+  the posterior's ``attrs["approximation"]`` (any proper subset of the keys of a total and
+  its cells is independent and uniform, but the total's key is the fractional part of the
+  sum of its cells' keys).  Measured against ``keys`` in benchmarks/RESULTS.md: posterior
+  probabilities off by up to 0.3 on small 1-D tables, and more where rows and columns
+  cross.
+* ``keys_mcmc`` (Monte Carlo; :mod:`riskengine.inference.keyed_gibbs`): chains over the
+  counts and the keys together, any published totals; validated against ``keys`` and, for
+  crossing totals, against a Monte Carlo integral over the keys of every candidate.  Its
+  moves mix well on small tables and slowly on larger ones (R-hat and ESS say so).
+
+Every entry's window holds the originals within the p-table's largest perturbations of
+its published value, and the number of candidates is finite.
 
 Examples
 --------
@@ -37,10 +51,21 @@ The fictional p-table of the SDC handbook: a published 2 under a flat prior on 1
 >>> post = rk.posterior(rel, rk.priors.Flat(1, 3))
 >>> [round(float(post.prob(np.array([x])).item()), 4) for x in (1, 2, 3)]
 [0.3125, 0.5, 0.1875]
+
+Two cells published (0, 4) and their total 3: were cell 0 empty, the total would hold the
+records of cell 1, with its key and its published value (4, not 3); so cell 0 is 1.
+
+>>> rel = rk.Release(np.array([0, 4]), margins={(): 3}, mechanism=ck, dims=("v",))
+>>> post = rk.posterior(rel, rk.priors.Flat(0, 8))
+>>> post.attrs["route"], post.probs[0].tolist()
+('keys', [0.0, 1.0, 0.0])
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +73,8 @@ import numpy as np
 from .. import _validate as V
 from ..inference import windows as win
 from ..inference.enumerate_3d import Enumerate3D
+from ..inference.keyed import MAX_GRID, KeyIntegration
+from ..inference.keyed_gibbs import KeyGibbs
 from ..inference.gibbs import BlockGibbs
 from ..inference.line import Line
 from ..inference.linked import LinkedDP
@@ -55,11 +82,11 @@ from ..inference.linked_gibbs import LinkedGibbs
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import Table, aligned, count_table
-from ..protocol import Example, Mechanism, register
+from ..protocol import Example, Inputs, Mechanism, register
 from ._examples import counts_3x3
 from ._ptable import PTable
 
-__all__ = ["CellKey", "PTable"]
+__all__ = ["CellKey", "KeyIntervals", "PTable", "key_intervals"]
 
 #: keys are integers in units of 2^-_BITS; sums wrap modulo 2^64, a multiple of 2^_BITS
 _BITS = 52
@@ -68,7 +95,9 @@ _MASK = np.uint64(2 ** _BITS - 1)
 _APPROX = ("the cell key likelihood multiplies each published entry's p-table probability "
            "as if the entries' keys were independent; a total's key is the fractional part "
            "of the sum of its cells' keys, so the keys of a total and of all its cells are "
-           "tied (any proper subset of them is independent and uniform)")
+           "tied (any proper subset of them is independent and uniform); route='keys' "
+           "integrates over the keys exactly (one set of disjoint totals, a p-table on a "
+           "grid), route='keys_mcmc' by Monte Carlo")
 
 
 # --- keys -------------------------------------------------------------------------------------
@@ -131,6 +160,111 @@ def entry_windows(release) -> win.EntryWindows:
     return win.EntryWindows(release.dims, release.shape, lo, lw, _APPROX if approx else "")
 
 
+@dataclass(frozen=True)
+class KeyIntervals:
+    """Each published entry's key interval, on the grid of the p-table's interval ends.
+
+    Parameters
+    ----------
+    N : int or None
+        The grid: every interval end is a multiple of 1/N (None: no grid of at most
+        ``MAX_GRID`` segments).
+    why : str
+        Why there is no grid (empty when there is one).
+    lo : dict
+        ``{dims kept: first original of each entry's window}`` (the entry windows').
+    a, b : dict
+        ``{dims kept: array of the block's shape + window}``: for the original ``lo + w``
+        the entry is published as it is when its key lies in ``[a/N, b/N)``; ``-1``
+        where it cannot be.
+    totals : tuple
+        The dims of each published total holding other records than any cell and than
+        every other total (one name for blocks that hold the same records).
+    fa, fb : dict
+        The same intervals as the p-table's floats, whatever the grid (``-1``: none).
+    """
+
+    N: int | None
+    why: str
+    lo: dict
+    a: dict
+    b: dict
+    totals: tuple
+    fa: dict
+    fb: dict
+
+
+def _grid(pt) -> tuple:
+    """``(N, why)``: the smallest N with every interval end of ``pt`` a multiple of 1/N
+    (within 1e-12: ends written as decimals), or ``(None, why not)``."""
+    N = 1
+    for row in pt.ub:
+        for u in row.tolist():
+            f = Fraction(u).limit_denominator(MAX_GRID)
+            if abs(float(f) - u) > 1e-12:
+                return None, (f"the p-table's interval end {u!r} is not a fraction with a "
+                              f"denominator of at most {MAX_GRID}: the key integration "
+                              "needs its intervals on a grid")
+            N = math.lcm(N, f.denominator)
+            if N > MAX_GRID:
+                return None, (f"the p-table's interval ends need a grid of {N} or more "
+                              f"segments, more than {MAX_GRID}")
+    return N, ""
+
+
+def key_intervals(release) -> KeyIntervals:
+    """The key interval of every published entry for every original in its window.
+
+    Parameters
+    ----------
+    release : rk.Release
+        A cell-key release.
+
+    Returns
+    -------
+    KeyIntervals
+    """
+    pt = release.mechanism.ptable
+    N, why = _grid(pt)
+    ew = entry_windows(release)
+    lo, a, b, fa, fb = {}, {}, {}, {}, {}
+    W = pt.vmax - pt.vmin + 1
+    ends = []
+    for r in range(pt.top + 1):
+        u = np.concatenate([[0.0], pt.ub[r]])
+        ends.append(np.rint(u * (N or 1)).astype(np.int64))
+    # per row, per perturbation v: the interval of published value r + v (or none)
+    A = np.full((pt.top + 1, W), -1, dtype=np.int64)
+    B = np.full((pt.top + 1, W), -1, dtype=np.int64)
+    FA = np.full((pt.top + 1, W), -1.0)
+    FB = np.full((pt.top + 1, W), -1.0)
+    for r in range(pt.top + 1):
+        u = np.concatenate([[0.0], pt.ub[r]])
+        for k, j in enumerate(pt.j[r].tolist()):
+            A[r, j - r - pt.vmin], B[r, j - r - pt.vmin] = ends[r][k], ends[r][k + 1]
+            FA[r, j - r - pt.vmin], FB[r, j - r - pt.vmin] = u[k], u[k + 1]
+    seen, totals = {}, []
+    for keep, val in [(release.dims, release.published), *release.margins.items()]:
+        y = np.asarray(val, dtype=np.int64)
+        first = ew.lo[keep]
+        x = first[..., None] + np.arange(W)
+        v = y[..., None] - x
+        ok = (v >= pt.vmin) & (v <= pt.vmax)
+        r = np.minimum(x, pt.top)
+        vi = np.clip(v - pt.vmin, 0, W - 1)
+        lo[keep] = first
+        a[keep] = np.where(ok, A[r, vi], -1)
+        b[keep] = np.where(ok, B[r, vi], -1)
+        fa[keep] = np.where(ok, FA[r, vi], -1.0)
+        fb[keep] = np.where(ok, FB[r, vi], -1.0)
+        canon = tuple(d for d in keep if release.shape[release.dims.index(d)] > 1)
+        if canon not in seen:
+            seen[canon] = keep
+            if keep != release.dims:
+                totals.append(keep)
+    return KeyIntervals(N, why, lo, a, b, tuple(totals), fa, fb)
+
+
 @register
 class CellKey(Mechanism):
     """The cell key method on a table of counts and every published total.
@@ -152,8 +286,22 @@ class CellKey(Mechanism):
     path_parameters = ("ptable",)
     windows = staticmethod(entry_windows)
     set_routes = (LinkedDP(), LinkedGibbs())
-    routes = (TableDP(), Enumerate3D(), Line(),
-              BlockGibbs())
+    routes = (KeyIntegration(), TableDP(), Enumerate3D(), Line(), BlockGibbs(),
+              KeyGibbs())
+
+    def inputs(self, release) -> Inputs:
+        """The entry ``windows`` and each entry's ``key_intervals`` (:func:`key_intervals`).
+
+        Parameters
+        ----------
+        release : rk.Release
+
+        Returns
+        -------
+        Inputs
+        """
+        return Inputs(windows=lambda: entry_windows(release),
+                      key_intervals=lambda: key_intervals(release))
 
     def __init__(self, ptable=None, D=None, V=None, js=0, pstay=None, mono=True,
                  variance="exact"):

@@ -17,9 +17,11 @@ import numpy as np
 from ..inference import windows as win
 from ..inference.bounds import exact_bounds, frechet_bounds
 from ..inference.enumerate_3d import Enumerate3D
+from ..inference.fiber import Fiber
 from ..inference.gibbs import BlockGibbs
 from ..inference.grouped import Grouped2D
 from ..inference.halves import Halves
+from ..inference.hypergeometric import Hypergeometric
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import count_table
@@ -67,8 +69,8 @@ class MarginsOnly(Mechanism):
     additive = True
     aliases = ("margins",)
     windows = staticmethod(entry_windows)
-    routes = (Halves(draws=TableDP()), TableDP(),
-              Grouped2D(), Enumerate3D(), BlockGibbs())
+    routes = (Fiber(), Halves(draws=TableDP()), TableDP(),
+              Hypergeometric(count_by=TableDP()), Grouped2D(), Enumerate3D(), BlockGibbs())
 
     def _params(self) -> dict:
         return {}

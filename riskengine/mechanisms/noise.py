@@ -40,6 +40,7 @@ import numbers
 import numpy as np
 
 from .. import _validate as V
+from .._budget import budget, check_fits, fmt_number
 from ..inference import windows as win
 from ..inference._label import totals_of
 from ..inference.enumerate_3d import Enumerate3D
@@ -50,7 +51,7 @@ from ..inference.linked_gibbs import LinkedGibbs
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import count_table
-from ..protocol import Example, Mechanism, register
+from ..protocol import Example, Inputs, Mechanism, register
 from ._examples import counts_3x3
 
 __all__ = ["NoisyCounts"]
@@ -67,6 +68,13 @@ _EDGE = 1e-15
 _WIDEST = 16
 #: log-likelihood drop from one original to the next beyond which the noise is frozen
 _FROZEN = 700.0
+#: discrete Gaussian: the support table is made at construction up to this many values
+#: (its sum is the normaliser); larger ones only to sample from (Poisson summation gives
+#: the normaliser)
+_TABLE = 2 ** 20
+#: arrays of the table's length alive while it is made (values, log-weights, weights,
+#: cumulative sums, cdf)
+_TABLE_ARRAYS = 5
 _INFINITE = ("every nonnegative table has positive likelihood under unbounded noise: "
              "infinitely many candidates")
 
@@ -79,31 +87,63 @@ class _Noise:
         # log q directly: q = exp(-1 / scale) underflows to 0 for scales below 1/745
         self.log_q = -1.0 / scale
         self.q = math.exp(self.log_q)
+        # 1 - q without cancellation (q rounds to 1 for scales above about 1e16)
+        self._one_minus_q = -math.expm1(self.log_q)
         #: a noise of +-1 is below e^-700 times as likely as 0 (geometric scale < 1/700,
         #: discrete Gaussian sigma < 0.0267): no float weight holds the likelihood of any
         #: original but the most likely one, and its windows hold that one alone
-        step = self.log_q if distribution == "geometric" else -0.5 / scale ** 2
+        step = self.log_q if distribution == "geometric" else -0.5 / scale / scale
         self.frozen = step < -_FROZEN
+        self.support = self.cdf = None
         if distribution == "geometric":
-            self.log_c = math.log1p(-self.q) - math.log1p(self.q)
+            self.log_c = math.log(self._one_minus_q) - math.log1p(self.q)
+        elif 2 * self.reach(1e-40) + 1 <= _TABLE:
+            self._table()
         else:
-            K = self.reach(1e-40)
-            k = np.arange(-K, K + 1)
-            lw = -k.astype(float) ** 2 / (2 * scale ** 2)
-            self.log_c = -float(np.log(np.exp(lw - lw.max()).sum()) + lw.max())
-            self.support = k
-            cdf = np.cumsum(np.exp(lw + self.log_c))
-            self.cdf = cdf / cdf[-1]
+            # the sum over all integers of exp(-k^2 / (2 sigma^2)) is sigma sqrt(2 pi) (1 +
+            # 2 sum_n exp(-2 pi^2 sigma^2 n^2)) (Poisson summation): past sigma = 6 the
+            # correction is below 1e-300
+            self.log_c = -(math.log(scale) + 0.5 * math.log(2 * math.pi))
         self.half = self.reach(_TAIL)
+
+    def _table(self, memory=None):
+        """The discrete Gaussian's support (to ``reach(1e-40)``) and cdf, for sampling
+        (and its normaliser where the table is small); refused, before it is made, when it
+        exceeds the memory budget ``memory`` (default: :func:`riskengine._budget.budget`)."""
+        K = self.reach(1e-40)
+        n = 2.0 * (self.reach_float(1e-40) + 1) + 1
+        if n > _TABLE:
+            check_fits(f"NoisyCounts scale {fmt_number(self.scale)} (discrete_gaussian)",
+                       8.0 * _TABLE_ARRAYS * n,
+                       f"a table of the {n:.3g} noise values within {n / 2:.3g} of 0, the "
+                       "discrete Gaussian's support to a relative 1e-40, to draw the noise "
+                       f"from; {_TABLE_ARRAYS} arrays of 8 bytes a value",
+                       budget(memory))
+        k = np.arange(-K, K + 1)
+        lw = -k.astype(float) ** 2 / (2 * self.scale ** 2)
+        log_c = -float(np.log(np.exp(lw - lw.max()).sum()) + lw.max())
+        if self.support is None and 2 * K + 1 <= _TABLE:
+            self.log_c = log_c            # the sum itself where the table is small
+        cdf = np.cumsum(np.exp(lw + log_c))
+        self.support, self.cdf = k, cdf / cdf[-1]
 
     def reach(self, tail: float) -> int:
         """Distance from the mode at which the pmf has fallen below ``tail`` times its
-        largest value (and the mass beyond is below ``tail``); 0 for a frozen noise."""
+        largest value (and the mass beyond is below ``tail``); 0 for a frozen noise.  At
+        most 2**62 (a scale near the largest float: no window of that reach is ever
+        made, the memory budget refuses it first)."""
         if self.frozen:
             return 0
+        r = self.reach_float(tail)
+        return math.ceil(r) + 1 if r < 2.0 ** 62 else 2 ** 62
+
+    def reach_float(self, tail: float) -> float:
+        """:meth:`reach` as a float before rounding up (``inf`` past the largest float)."""
+        if self.frozen:
+            return 0.0
         if self.distribution == "geometric":
-            return math.ceil(math.log(tail * (1 - self.q)) / self.log_q) + 1
-        return math.ceil(self.scale * math.sqrt(-2.0 * math.log(tail))) + 1
+            return (math.log(tail) + math.log(self._one_minus_q)) / self.log_q
+        return self.scale * math.sqrt(-2.0 * math.log(tail))
 
     def logpmf(self, k):
         k = np.asarray(k, dtype=float)
@@ -132,8 +172,10 @@ class _Noise:
 
     def sample(self, shape, rng):
         if self.distribution == "geometric":
-            p = 1 - self.q
+            p = self._one_minus_q
             return rng.geometric(p, size=shape) - rng.geometric(p, size=shape)
+        if self.support is None:
+            self._table()
         u = rng.random(shape)
         return self.support[np.searchsorted(self.cdf, u, side="right").clip(0,
                                                                           len(self.support) - 1)]
@@ -163,11 +205,12 @@ def entry_windows(release, reach: dict | None = None) -> win.EntryWindows:
     -------
     riskengine.inference.windows.EntryWindows
         The windows of the interior and of every published total (log-likelihood
-        ``-inf`` past an entry's own window).
+        ``-inf`` past an entry's own window), with ``cut``: every end cut (the noise goes
+        on past it) but a start at 0.
     """
     mech = release.mechanism
     noise = _Noise(mech.distribution, mech.scale)
-    lo, lw = {}, {}
+    lo, lw, cut = {}, {}, {}
     for keep, val in _blocks(release):
         y = np.asarray(val, dtype=np.int64)
         down, up = (noise.half, noise.half) if reach is None else reach[keep]
@@ -184,7 +227,55 @@ def entry_windows(release, reach: dict | None = None) -> win.EntryWindows:
             ll = np.where(zero[..., None], noise.log_lower_tail(np.where(zero[..., None],
                                                                          -x, 0)), ll)
         lo[keep], lw[keep] = first, np.where(inside, ll, -np.inf)
-    return win.EntryWindows(release.dims, release.shape, lo, lw)
+        # the noise's support is unbounded: every end is cut but a window's start at 0 and
+        # a frozen noise's (the likelihood one value away is below e^-700 of its own)
+        cut[keep] = (first > 0) & (not noise.frozen), np.full(y.shape, not noise.frozen)
+    return win.EntryWindows(release.dims, release.shape, lo, lw, cut=cut)
+
+
+def window_cost(release, reach: dict | None = None):
+    """The memory of :func:`entry_windows` (``reach`` as there), from the published
+    values alone (nothing of the windows' size is made): ``(what, bytes, detail)``, the
+    ``window_cost`` input that routes check against the budget first.
+
+    Parameters
+    ----------
+    release : rk.Release
+        A noisy-counts release.
+    reach : dict, optional
+        ``{block: (down, up)}`` as for :func:`entry_windows`; None: the full window.
+
+    Returns
+    -------
+    tuple
+        ``(what, bytes, detail)``: ``what`` names the scale (and the distribution),
+        ``bytes`` the peak memory of making the windows, ``detail`` what was counted.
+    """
+    mech = release.mechanism
+    noise = _Noise(mech.distribution, mech.scale)
+    sizes, width, top = [], 1.0, 0.0
+    for keep, val in _blocks(release):
+        y = np.asarray(val, dtype=float)          # floats: a reach near 2**62 overflows no sum
+        full = noise.reach_float(_TAIL) + 1
+        down, up = (full, full) if reach is None else reach[keep]
+        c = np.maximum(y, 0)
+        first = np.maximum(c - np.asarray(down, dtype=float), 0)
+        last = c + np.asarray(up, dtype=float)
+        sizes.append(int(y.size))
+        width = max(width, float(np.max(last - first, initial=0)) + 1)
+        top = max(top, float(np.max(last, initial=0)))
+    need = win.window_bytes(sizes, width)
+    if mech.clip and mech.distribution == "discrete_gaussian":
+        need += 8.0 * 3 * (top + noise.half)    # the lower tail's sums (log_lower_tail)
+    if reach is None:
+        side = (f"the noise's reach of {noise.reach_float(_TAIL):.3g} values on each side "
+                "of each published value")
+    else:
+        widest = max(float(np.max(r, initial=0)) for rs in reach.values() for r in rs)
+        side = f"the windows widened to {widest:.3g} values on a side"
+    detail = (f"a window of up to {width:.3g} original values ({side}) for each of the "
+              f"{sum(sizes)} published cells and totals, 8 bytes a value")
+    return f"NoisyCounts scale {fmt_number(mech.scale)} ({mech.distribution})", need, detail
 
 
 def _edges(res, release, ew: win.EntryWindows) -> dict:
@@ -239,6 +330,7 @@ class _Widening:
             return np.where(r < full, full, np.minimum(2 * r, widest))
 
         while True:
+            check_fits(*window_cost(release, reach), plan.memory)
             ew = entry_windows(release, reach)
             try:
                 res = self._base().run(plan.with_inputs(windows=lambda ew=ew: ew), count=False)
@@ -358,6 +450,7 @@ class NoisyCounts(Mechanism):
     aliases = ("noise",)
     windows = staticmethod(entry_windows)
     windows_truncated = True
+    # every route refuses first a scale whose windows alone exceed the memory budget
     set_routes = (LinkedDP(), LinkedGibbs())
     routes = (_NoiseDP(), _Noise3D(), _NoiseLine(), _NoiseGibbs())
 
@@ -374,6 +467,23 @@ class NoisyCounts(Mechanism):
 
     def _params(self) -> dict:
         return {"distribution": self.distribution, "scale": self.scale, "clip": self.clip}
+
+    def inputs(self, release) -> Inputs:
+        """The full entry ``windows`` of ``release`` and their ``window_cost`` (the memory
+        the scale sets, checked against the budget before the windows are made).
+
+        Parameters
+        ----------
+        release : rk.Release
+            A noisy-counts release.
+
+        Returns
+        -------
+        Inputs
+            ``windows`` (:func:`entry_windows`) and ``window_cost`` (:func:`window_cost`).
+        """
+        return Inputs(windows=lambda: self.windows(release),
+                      window_cost=lambda: window_cost(release))
 
     @classmethod
     def example(cls, table=None, rng=None) -> Example:
@@ -422,6 +532,16 @@ class NoisyCounts(Mechanism):
         table = count_table(table, self.describe())
         rng = self._rng(rng)
         noise = _Noise(self.distribution, self.scale)
+        # noise past 2**62 saturates NumPy's int64 draws (a geometric draw of p = 1e-300
+        # is 2**63 - 1 every time: the two draws cancel, no noise): refused
+        far = noise.reach_float(_TAIL) + max(int(table.values.max(initial=0)),
+                                             *(int(np.max(v, initial=0))
+                                               for v in table.totals().values()), 0)
+        if not far < 2.0 ** 62:
+            raise ValueError(
+                f"NoisyCounts scale {fmt_number(self.scale)} ({self.distribution}) draws "
+                f"noise up to {noise.reach_float(_TAIL):.3g} (all but a relative {_TAIL:g} "
+                "of its mass), past the 2**62 that counts hold as exact 64-bit integers")
 
         def noisy(x):
             y = np.asarray(x, dtype=np.int64) + noise.sample(np.shape(x), rng)

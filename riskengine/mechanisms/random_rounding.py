@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate as V
+from .._budget import fmt_number
 from ..inference import windows as win
 from ..inference.enumerate_3d import Enumerate3D
 from ..inference.gibbs import BlockGibbs
@@ -36,7 +37,7 @@ from ..inference.linked_gibbs import LinkedGibbs
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import count_table
-from ..protocol import Example, Mechanism, register
+from ..protocol import Example, Inputs, Mechanism, register
 from ._examples import counts_3x3
 from .rounding import check_multiples, log_round_prob
 
@@ -63,13 +64,15 @@ def entry_windows(release) -> win.EntryWindows:
     Returns
     -------
     riskengine.inference.windows.EntryWindows
-        The windows of the interior and of every published total.
+        The windows of the interior and of every published total (hard ends: the
+        likelihood is zero past them).
     """
     B = release.mechanism.base
     lo, lw = {}, {}
     for keep, val in [(release.dims, release.published), *release.margins.items()]:
         lo[keep], lw[keep] = win.around(val, B, lambda v, p: log_round_prob(v, p, B))
-    return win.EntryWindows(release.dims, release.shape, lo, lw)
+    # every window is the whole of its entry's likelihood: no end is cut
+    return win.EntryWindows(release.dims, release.shape, lo, lw, cut={})
 
 
 # --- 1-D tables: a chain over the running sum of the cells -----------------------------
@@ -89,17 +92,39 @@ class RandomRounding(Mechanism):
     additive = False            # rounded totals are not the sums of the rounded cells
     aliases = ("randomrounding",)
     windows = staticmethod(entry_windows)
+    # every route refuses a base whose windows alone exceed the memory budget first
     set_routes = (LinkedDP(), LinkedGibbs())
-    routes = (TableDP(), Enumerate3D(), Line(),
-              BlockGibbs())
+    routes = (TableDP(), Enumerate3D(), Line(), BlockGibbs())
 
     def __init__(self, base: int):
         if isinstance(base, bool):
             raise TypeError(f"base must be an integer, got base={base!r}")
         self.base = V.integer(base, "base", 2)
+        if self.base >= 2 ** 62:        # counts are exact int64 (rk.Table, rk.Release)
+            raise ValueError(f"base must be below 2**62 (counts and their roundings are "
+                             f"exact 64-bit integers), got base={fmt_number(self.base)}")
 
     def _params(self) -> dict:
         return {"base": self.base}
+
+    def inputs(self, release) -> Inputs:
+        """The entry ``windows`` of ``release`` and their ``window_cost`` (the memory the
+        base sets, checked against the budget before the windows are made).
+
+        Parameters
+        ----------
+        release : rk.Release
+            A random-rounding release.
+
+        Returns
+        -------
+        Inputs
+            ``windows`` (:func:`entry_windows`) and ``window_cost``
+            (:func:`riskengine.inference.windows.around_cost`).
+        """
+        return Inputs(windows=lambda: self.windows(release),
+                      window_cost=lambda: win.around_cost(release, self.base,
+                                                          type(self).__name__))
 
     @classmethod
     def example(cls, table=None, rng=None) -> Example:

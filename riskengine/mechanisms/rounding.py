@@ -34,13 +34,14 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate as V
+from .._budget import fmt_number
 from ..inference import windows as win
 from ..inference.enumerate_3d import Enumerate3D
 from ..inference.gibbs import BlockGibbs
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import count_table
-from ..protocol import Example, Mechanism, register
+from ..protocol import Example, Inputs, Mechanism, register
 from ._examples import counts_3x3
 from ._cox import cox_unbiased, extended, optimal
 from ._rounding3d import protect_3d
@@ -141,11 +142,15 @@ class ControlledRounding(Mechanism):
     additive = True
     aliases = ("rounding",)
     windows = staticmethod(entry_windows)
+    # every route refuses a base whose windows alone exceed the memory budget first
     routes = (TableDP(), Enumerate3D(), BlockGibbs())
 
     def __init__(self, base: int, method: str = "unbiased", zero_restricted: bool = True,
                  likelihood: str = "feasible"):
         self.base = V.integer(base, "base", 2)
+        if self.base >= 2 ** 62:        # counts are exact int64 (rk.Table, rk.Release)
+            raise ValueError(f"base must be below 2**62 (counts and their roundings are "
+                             f"exact 64-bit integers), got base={fmt_number(self.base)}")
         self.method = V.choice(method, "method", METHODS)
         if zero_restricted is not True:
             raise ValueError("zero_restricted=False (multiples may move to a neighbouring "
@@ -156,6 +161,25 @@ class ControlledRounding(Mechanism):
     def _params(self) -> dict:
         return {"base": self.base, "method": self.method, "zero_restricted": True,
                 "likelihood": self.likelihood}
+
+    def inputs(self, release) -> Inputs:
+        """The entry ``windows`` of ``release`` and their ``window_cost`` (the memory the
+        base sets, checked against the budget before the windows are made).
+
+        Parameters
+        ----------
+        release : rk.Release
+            A controlled-rounding release.
+
+        Returns
+        -------
+        Inputs
+            ``windows`` (:func:`entry_windows`) and ``window_cost``
+            (:func:`riskengine.inference.windows.around_cost`).
+        """
+        return Inputs(windows=lambda: self.windows(release),
+                      window_cost=lambda: win.around_cost(release, self.base,
+                                                          type(self).__name__))
 
     @classmethod
     def example(cls, table=None, rng=None) -> Example:

@@ -28,8 +28,10 @@ import numpy as np
 from .. import _validate as V
 from ..inference import windows as win
 from ..inference.enumerate_3d import Enumerate3D
+from ..inference.fiber import Fiber
 from ..inference.gibbs import BlockGibbs
 from ..inference.grouped import Grouped2D
+from ..inference.hypergeometric import Hypergeometric
 from ..inference.table_dp import TableDP
 from ..magnitude.contributions import Contributions
 from ..magnitude.csp import COSTS, METHODS, find_pattern
@@ -179,8 +181,8 @@ class CellSuppression(Mechanism):
     additive = True
     suppressible_totals = True
     windows = staticmethod(entry_windows)
-    routes = (TableDP(), Grouped2D(), Enumerate3D(),
-              BlockGibbs())
+    routes = (Fiber(), TableDP(), Hypergeometric(count_by=TableDP()), Grouped2D(),
+              Enumerate3D(), BlockGibbs())
 
     def __init__(self, method: str = "heuristic", cost: str = "value",
                  suppress_zeros: bool = False, suppress_totals: bool = False):

@@ -1,6 +1,8 @@
 """rk.posterior(..., candidates=...): the intruder does not know the mechanism's parameters
 (a p-table's D and V withheld).  Against the definitions (tests/reference/release_set.py:
-every table in a box, the p-table probabilities of each published number): the posterior
+every table in a box, the p-table probabilities of each published number; a 1-D table
+with its total: tests/reference/cell_key.py's likelihood integrated over the keys, the
+route ``keys``'s): the posterior
 is sum_k pi_k posterior_k with pi_k proportional to w_k Z_k (Z_k the evidence under
 candidate k); probabilities, candidate weights and evidence to 1e-9."""
 
@@ -58,7 +60,20 @@ def test_mixture_equals_the_definitions(seed):
         return stats.poisson.logpmf(T, 2.0).sum(axis=1) if poisson else np.zeros(len(T))
     n = int(np.prod(shape))
     refs = []
+    keyed = len(shape) == 1 and totals      # a 1-D table and its total: the exact route
     for ptab in PTABS.values():            # a p-table that cannot give the release: Z = 0
+        if keyed:                          # integrates over the keys (tests/reference)
+            pspec = ({"kind": "poisson", "rate": 2.0} if poisson else
+                     {"kind": "flat", "low": 0, "high": hi})
+            res = ref_ck.posterior(ptab, rel.published, dict(rel.margins), dims, pspec,
+                                   keys=True)
+            probs = np.zeros((n, hi + 1))
+            for (c,), pmf in res["cells"].items():
+                for v, q in pmf.items():
+                    if v <= hi:
+                        probs[c, v] = q
+            refs.append((probs, res["log_z"]))
+            continue
         with np.errstate(invalid="ignore"):
             probs, log_z, _ = ref.posterior(numbers, True, _loglik(ptab), n, hi, log_prior)
         refs.append((np.nan_to_num(probs) if np.isfinite(log_z) else 0.0, log_z))

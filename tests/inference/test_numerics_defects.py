@@ -241,7 +241,8 @@ def test_wide_rounding_windows_are_estimated_and_computed():
     xs = np.arange(1, 2000)
     n = int((np.abs(xs[:, None] + xs[None, :] - 2000) <= 999).sum())
     assert rk.count_candidates(rel) == n == 2997001
-    with pytest.raises(ValueError, match=r"needs .* more than the memory budget of 1 kB"):
+    with pytest.raises(ValueError, match=r"ControlledRounding base 1000 needs .* the memory "
+                                         r"budget is 1000 B"):
         rk.posterior(rel, memory="1kB")
 
 

@@ -382,11 +382,15 @@ def test_clear_error_when_even_the_widest_window_keeps_mass_at_its_edge():
     rel = rk.Release(np.array([[50000, 60000]]),
                      margins={("v",): [110000], ("w",): [50000, 60000], (): 110000},
                      mechanism=rk.NoisyCounts("geometric", 2.0), dims=("v", "w"))
-    with pytest.raises(FloatingPointError, match=r"the posterior keeps .* of its mass at the "
-                                                 r"low edge of the window of .*16 times the "
-                                                 r"noise's width .*the prior puts its mass "
-                                                 r"far from the published values"):
+    # auto passes the refusing routes over and then names each one's reason
+    with pytest.raises(ValueError, match=r"no posterior route fits .*the posterior keeps .* of "
+                                         r"its mass at the low edge of the window of .*16 times "
+                                         r"the noise's width .*the prior puts its mass far from "
+                                         r"the published values"):
         rk.posterior(rel, rk.priors.Poisson(1.0))
+    with pytest.raises(FloatingPointError, match=r"the posterior keeps .* of its mass at the "
+                                                 r"low edge"):
+        rk.posterior(rel, rk.priors.Poisson(1.0), route="dp")      # a named route: its own
 
 
 # --- bad input ------------------------------------------------------------------------------------

@@ -91,9 +91,11 @@ def test_routes_lists_every_mechanism_and_route():
     cost = re.compile(r"^(does not apply: .+|\d[\d.e+]* (B|kB|MB|GB|TB)( \(.+\))?(; .+)?)$")
     bad = [c for c in routes["cost"] if not cost.match(c)]
     assert not bad, bad
-    # the first exact route of each example applies (the examples are small)
-    first = routes[routes["exact"] & (routes["for"] == "release")].groupby("mechanism").first()
-    assert not first["cost"].str.startswith("does not apply").any(), first["cost"]
+    # an exact route of each example applies (the examples are small; the first may be one
+    # for a narrower case, e.g. the cell key method's integration over the keys)
+    exact = routes[routes["exact"] & (routes["for"] == "release")]
+    applies = (~exact["cost"].str.startswith("does not apply")).groupby(exact["mechanism"]).any()
+    assert applies.all(), applies
 
 
 def test_routes_is_a_lazy_name_of_the_namespace():

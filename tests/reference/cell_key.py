@@ -103,12 +103,113 @@ def protect_records(ptab: dict, cells: list, keys: list, shape: tuple, dims: tup
 # --- the posterior by enumeration ---------------------------------------------------------------
 
 
-def posterior(ptab: dict, published, margins: dict, dims: tuple, spec: dict) -> dict:
-    """The exact posterior (product likelihood) over every table whose cells lie within
-    the p-table's perturbations of their published values.
+# --- the likelihood integrated over the keys ---------------------------------------------------
+
+
+def interval(ptab: dict, x: int, y: int):
+    """``(lo, hi)``: the keys (Fractions) that publish original x as y, or None."""
+    top = max(ptab)
+    r = min(x, top)
+    cum = Fraction(0)
+    for j in sorted(ptab[r]):
+        p = ptab[r][j]
+        if p <= 0:
+            continue
+        lo, cum = cum, cum + Fraction(repr(float(p)))    # the decimal the p-table writes
+        if x + (j - r) == y:
+            return lo, (Fraction(1) if j == max(k for k, q in ptab[r].items() if q > 0)
+                        else cum)
+    return None
+
+
+def _volume_below(s, alphas, lengths) -> Fraction:
+    """Volume of {k in the box prod [alpha_c, alpha_c + p_c) : sum k < s}: inclusion and
+    exclusion over the box's corners, (1/n!) sum_T (-1)^|T| (s - sum alpha - sum_T p)_+^n."""
+    n = len(alphas)
+    base = s - sum(alphas, Fraction(0))
+    sums = {Fraction(0): 1}                     # subset sums of the lengths, signed counts
+    for p in lengths:
+        nxt = dict(sums)
+        for v, c in sums.items():
+            nxt[v + p] = nxt.get(v + p, 0) - c
+        sums = nxt
+    tot = Fraction(0)
+    for v, c in sums.items():
+        d = base - v
+        if d > 0 and c:
+            tot += c * d ** n
+    return tot / math.factorial(n)
+
+
+_VOL: dict = {}
+
+
+def total_volume(cell_intervals, total_interval) -> Fraction:
+    """Pr over the nonempty cells' keys (uniform, independent) that each lies in its
+    interval and the fractional part of their sum lies in ``total_interval``: the exact
+    volume, sum over the integer parts z of the sum."""
+    key = (tuple(sorted(cell_intervals)), total_interval)
+    if key in _VOL:
+        return _VOL[key]
+    lo_t, hi_t = total_interval
+    if not cell_intervals:
+        out = Fraction(1 if lo_t == 0 < hi_t else 0)
+    else:
+        alphas = [a for a, _ in cell_intervals]
+        lengths = [b - a for a, b in cell_intervals]
+        top = sum(b for _, b in cell_intervals)
+        out = Fraction(0)
+        for z in range(0, math.ceil(top) + 1):
+            out += (_volume_below(z + hi_t, alphas, lengths)
+                    - _volume_below(z + lo_t, alphas, lengths))
+    _VOL[key] = out
+    return out
+
+
+def key_likelihood(ptab: dict, entries: list, x_of) -> float | None:
+    """The likelihood of one table integrated over the keys when the entries holding
+    several cells are disjoint (None otherwise): a cell outside every such entry weighs its
+    p-table probability; each such entry, with its cells, weighs :func:`total_volume`.
+
+    ``entries``: ``[(held cells, published)]`` counted once per set of cells;
+    ``x_of(held) -> original``."""
+    groups = [(h, y) for h, y in entries if len(h) > 1]
+    for i, (h1, _) in enumerate(groups):
+        for h2, _ in groups[i + 1:]:
+            if h1 & h2:
+                return None
+    single = {next(iter(h)): y for h, y in entries if len(h) == 1}
+    grouped = set().union(*[h for h, _ in groups]) if groups else set()
+    like = 1.0
+    for c, y in single.items():
+        if c not in grouped:
+            like *= prob(ptab, x_of(frozenset([c])), y)
+    for h, yt in groups:
+        ivs = []
+        for c in h:
+            xc = x_of(frozenset([c]))
+            iv = interval(ptab, xc, single[c])
+            if iv is None:
+                return 0.0
+            if xc > 0:
+                ivs.append(iv)
+        xt = x_of(h)
+        jt = interval(ptab, xt, yt)
+        if jt is None:
+            return 0.0
+        like *= float(total_volume(ivs, jt))
+    return like
+
+
+def posterior(ptab: dict, published, margins: dict, dims: tuple, spec: dict,
+              keys: bool = False) -> dict:
+    """The exact posterior over every table whose cells lie within the p-table's
+    perturbations of their published values: the product likelihood, or (``keys=True``)
+    the likelihood integrated over the keys (:func:`key_likelihood`; ``"keys": False`` in
+    the result when the entries holding several cells cross and the product was used).
 
     Returns ``{"cells": {cell: {value: prob}}, "totals": {keep: {entry: {value: prob}}},
-    "count": tables with positive weight, "log_z": log evidence}``.
+    "count": tables with positive weight, "log_z": log evidence, "keys": bool}``.
     """
     P = np.asarray(published, dtype=np.int64)
     vmin, vmax = shifts(ptab)
@@ -130,18 +231,32 @@ def posterior(ptab: dict, published, margins: dict, dims: tuple, spec: dict) -> 
             held = frozenset(c for c in np.ndindex(*P.shape) if tuple(c[i] for i in kept) == t)
             entries.append((held, int(val[t]), S[(slice(None), *t)]))
     counted = set()
+    once = []
     for held, y, x in entries:
         if held in counted:
             continue                      # the same records: the same key, counted once
         counted.add(held)
-        xs = np.unique(x)
-        with np.errstate(divide="ignore"):
-            ll = np.log([prob(ptab, int(v), y) for v in xs])
-        logw = logw + ll[np.searchsorted(xs, x)]
+        once.append((held, y, x))
+    groups = [h for h, _, _ in once if len(h) > 1]
+    integrate = keys and all(not (a & b) for i, a in enumerate(groups) for b in groups[i + 1:])
+    if integrate:
+        ll = np.empty(T.shape[0])
+        pairs = [(h, y) for h, y, _ in once]
+        cols = {h: x for h, _, x in once}
+        for t in range(T.shape[0]):
+            like = key_likelihood(ptab, pairs, lambda h: int(cols[h][t]))
+            ll[t] = math.log(like) if like > 0 else -math.inf
+        logw = logw + ll
+    else:
+        for held, y, x in once:
+            xs = np.unique(x)
+            with np.errstate(divide="ignore"):
+                ll = np.log([prob(ptab, int(v), y) for v in xs])
+            logw = logw + ll[np.searchsorted(xs, x)]
     ok = np.isfinite(logw)
     count = int(ok.sum())
     if count == 0:
-        return {"cells": {}, "totals": {}, "count": 0, "log_z": -math.inf}
+        return {"cells": {}, "totals": {}, "count": 0, "log_z": -math.inf, "keys": integrate}
     log_z = float(logsumexp(logw[ok]))
     w = np.where(ok, np.exp(logw - log_z), 0.0)
 
@@ -152,4 +267,5 @@ def posterior(ptab: dict, published, margins: dict, dims: tuple, spec: dict) -> 
     cells = {idx: pmf(T[(slice(None), *idx)]) for idx in np.ndindex(*P.shape)}
     totals = {keep: {t: pmf(S[(slice(None), *t)]) for t in np.ndindex(*S.shape[1:])}
               for keep, S in sums.items()}
-    return {"cells": cells, "totals": totals, "count": count, "log_z": log_z}
+    return {"cells": cells, "totals": totals, "count": count, "log_z": log_z,
+            "keys": integrate}

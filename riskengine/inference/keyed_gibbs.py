@@ -1,0 +1,357 @@
+"""Monte Carlo for the cell key method with the likelihood integrated over the keys, for
+any published totals (rows and columns that cross, 3-D margins): chains over the counts
+and the cells' keys together (:mod:`kernels.key_gibbs`), whose draws of the counts follow
+the posterior under the true likelihood -- not the product of the entries' p-table
+probabilities, which treats a total's key as independent of its cells' keys.
+
+Each step redraws one cell's count and key from their exact conditional law given the
+other cells' (the union of key intervals every total allows, per value), or a pattern of
+cells (two cells of a total, a 2 x 2 rectangle, a 2 x 2 x 2 cube) along ``+t / -t`` with
+their keys along ``+d / -d``.  Chains start at tables and keys that satisfy every
+published entry, found by a mixed-integer program (HiGHS) with the prior's or random
+gains (dispersed starts).  The moves are not proven to connect every
+candidate table: the result says so, the chains start apart, and R-hat / ESS (arviz)
+judge them.  Validated against the exact key integration where that runs (1-D tables
+and their total, 2-D tables and their grand total) and against a Monte Carlo integral
+over the keys of every candidate of a 2 x 2 table with every total.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import ctypes
+import os
+import sys
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+from kernels import key_gibbs as kg
+
+from .._seeding import release_seed
+from ..protocol import Cost, MonteCarlo, Route
+from . import _chains
+
+__all__ = ["KeyGibbs"]
+
+
+def _arrays(plan):
+    """Plain arrays of the cells and of the published totals that hold several cells."""
+    release = plan.release
+    ki = plan.inputs["key_intervals"]
+    dims = release.dims
+    lo = ki.lo[dims]
+    W = ki.fa[dims].shape[-1]
+    x = lo[..., None] + np.arange(W)
+    with np.errstate(invalid="ignore"):
+        logp = plan.prior.log_weights(x, dims, release.coords)
+    logp = np.where((ki.fa[dims] >= 0) & ~np.isnan(logp), logp, -np.inf)
+    n = lo.size
+    members = [[] for _ in range(n)]
+    tlo, ta, tb = [], [], []
+    idx = np.arange(n).reshape(release.shape)
+    for keep in ki.totals:
+        axes = tuple(i for i, d in enumerate(dims) if d not in keep)
+        kept = [i for i, d in enumerate(dims) if d in keep]
+        moved = np.transpose(idx, kept + list(axes))
+        block = moved.reshape(int(np.prod([release.shape[i] for i in kept], dtype=np.int64)),
+                              -1)
+        blo = np.asarray(ki.lo[keep]).reshape(-1)
+        bfa = np.asarray(ki.fa[keep]).reshape(blo.size, -1)
+        bfb = np.asarray(ki.fb[keep]).reshape(blo.size, -1)
+        for e in range(blo.size):
+            t = len(tlo)
+            for c in block[e]:
+                members[int(c)].append(t)
+            tlo.append(int(blo[e]))
+            ta.append(bfa[e])
+            tb.append(bfb[e])
+    TW = max((a.size for a in ta), default=1)
+    pad = [np.pad(a, (0, TW - a.size), constant_values=-1.0) for a in ta]
+    padb = [np.pad(b, (0, TW - b.size), constant_values=-1.0) for b in tb]
+    ptr = np.zeros(n + 1, np.int64)
+    ptr[1:] = np.cumsum([len(m) for m in members])
+    return members, dict(
+        lo=np.ascontiguousarray(lo.ravel(), np.int64),
+        logp=np.ascontiguousarray(logp.reshape(n, W)),
+        ca=np.ascontiguousarray(ki.fa[dims].reshape(n, W), float),
+        cb=np.ascontiguousarray(ki.fb[dims].reshape(n, W), float),
+        tot_ptr=ptr, tot_idx=np.array([t for m in members for t in m], np.int64),
+        tlo=np.array(tlo, np.int64),
+        ta=np.ascontiguousarray(np.array(pad, float).reshape(len(tlo), TW)),
+        tb=np.ascontiguousarray(np.array(padb, float).reshape(len(tlo), TW)))
+
+
+#: at most this many moves that keep every total (a random subset beyond)
+_MAX_PATTERNS = 200_000
+
+
+def _patterns(release, members, rng):
+    """Moves of counts and keys along patterns: ``(cells, signs)`` arrays (-1 padded).
+    Pairs of cells of a total (+1, -1: that total keeps its count and key, the others
+    move); in 2-D the 2 x 2 rectangles (+1, -1, -1, +1) and in 3-D the 2 x 2 x 2 cubes
+    (signs alternating), which keep every total."""
+    shape = release.shape
+    n = int(np.prod(shape, dtype=np.int64))
+    out = []
+    by: dict = {}
+    for c in range(n):
+        for t in members[c]:
+            by.setdefault(t, []).append(c)
+    pairs = set()
+    for cells in by.values():                # pairs of a total: it keeps that total
+        for i in range(len(cells)):
+            for j in range(i + 1, len(cells)):
+                pairs.add((cells[i], cells[j]))
+    out.extend(((a, b), (1, -1)) for a, b in sorted(pairs))
+    idx = np.arange(n).reshape(shape)
+    if len(shape) >= 2 and len(out) < _MAX_PATTERNS:
+        if len(shape) == 2:
+            r, c = shape
+            for i, k in ((i, k) for i in range(r) for k in range(i + 1, r)):
+                for j, m in ((j, m) for j in range(c) for m in range(j + 1, c)):
+                    out.append(((idx[i, j], idx[i, m], idx[k, j], idx[k, m]), (1, -1, -1, 1)))
+                    if len(out) >= 4 * _MAX_PATTERNS:
+                        break
+        elif len(shape) == 3:
+            I, J, Kk = shape
+            for i, i2 in ((a, b) for a in range(I) for b in range(a + 1, I)):
+                for j, j2 in ((a, b) for a in range(J) for b in range(a + 1, J)):
+                    for k, k2 in ((a, b) for a in range(Kk) for b in range(a + 1, Kk)):
+                        cells = [idx[a, b, e] for a in (i, i2) for b in (j, j2) for e in (k, k2)]
+                        signs = [(-1) ** (p + q + t) for p in (0, 1) for q in (0, 1)
+                                 for t in (0, 1)]
+                        out.append((tuple(cells), tuple(signs)))
+    if len(out) > _MAX_PATTERNS:
+        pick = rng.choice(len(out), _MAX_PATTERNS, replace=False)
+        out = [out[i] for i in pick]
+    k = max((len(c) for c, _ in out), default=1)
+    cells = np.full((max(len(out), 1), k), -1, np.int64)
+    signs = np.zeros((max(len(out), 1), k), np.int64)
+    for p, (cs, ss) in enumerate(out):
+        cells[p, :len(cs)] = cs
+        signs[p, :len(ss)] = ss
+    if not out:
+        cells = np.full((0, 1), -1, np.int64)
+        signs = np.zeros((0, 1), np.int64)
+    return cells, signs
+
+
+@contextlib.contextmanager
+def _c_stdout_silenced():
+    """File descriptor 1 to /dev/null for the block (output written from C, not Python)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):       # no real stdout (a notebook)
+        yield
+        return
+    sys.stdout.flush()
+    saved, null = os.dup(fd), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+        yield
+    finally:
+        try:
+            ctypes.CDLL(None).fflush(None)
+        except (OSError, AttributeError):
+            pass
+        os.dup2(saved, fd)
+        os.close(saved)
+        os.close(null)
+
+
+#: the starting keys keep this far inside their intervals (above the solver's tolerance)
+_EPS = 1e-6
+
+
+def _start(a, members, rng, first: bool):
+    """A table and keys consistent with every published entry: a mixed-integer program
+    (HiGHS) over one-hot choices of each cell's and each total's value, the cells' keys
+    inside their intervals and each total's key (the sum of its cells' keys less a whole
+    number of turns) inside its interval.  Objective: the prior's log-weights (``first``)
+    or random gains (dispersed starts).  None when no table and keys satisfy them all."""
+    logp, lo, ca, cb = a["logp"], a["lo"], a["ca"], a["cb"]
+    n, W = logp.shape
+    tlo, ta, tb = a["tlo"], a["ta"], a["tb"]
+    T, TW = ta.shape
+    ok_c = np.isfinite(logp) & (ca >= 0) & (cb - ca > 2 * _EPS)
+    ok_t = (ta >= 0) & (tb - ta > 2 * _EPS)
+    ok_t |= (tlo[:, None] + np.arange(TW) == 0) & (ta == 0)          # an empty total
+    # variables: cell one-hots (n W), total one-hots (T TW), keys (n), turns (T)
+    nv = n * W + T * TW + n + T
+    ck, tk, kk, zk = 0, n * W, n * W + T * TW, n * W + T * TW + n
+    lb = np.zeros(nv)
+    ub = np.ones(nv)
+    ub[ck:tk] = ok_c.ravel()
+    ub[tk:kk] = ok_t.ravel()
+    integ = np.ones(nv)
+    integ[kk:zk] = 0
+    size = np.zeros(T)
+    for c in range(n):
+        for t in members[c]:
+            size[t] += 1
+    ub[zk:] = size
+    rows, lo_b, hi_b = [], [], []
+
+    def row(entries, low, high):
+        r = np.zeros(nv)
+        for j, v in entries:
+            r[j] += v
+        rows.append(r), lo_b.append(low), hi_b.append(high)
+
+    vals = lo[:, None] + np.arange(W)
+    empty = vals == 0
+    a_lo = np.where(empty, 0.0, ca + _EPS)
+    a_hi = np.where(empty, 0.0, cb - _EPS)
+    for c in range(n):
+        row([(ck + c * W + w, 1.0) for w in range(W)], 1, 1)
+        row([(kk + c, 1.0)] + [(ck + c * W + w, -a_lo[c, w]) for w in range(W)], 0, np.inf)
+        row([(kk + c, 1.0)] + [(ck + c * W + w, -a_hi[c, w]) for w in range(W)], -np.inf, 0)
+    by = [[] for _ in range(T)]
+    for c in range(n):
+        for t in members[c]:
+            by[t].append(c)
+    tvals = tlo[:, None] + np.arange(TW)
+    t_lo = np.where(tvals == 0, 0.0, ta + _EPS)
+    t_hi = np.where(tvals == 0, 0.0, tb - _EPS)
+    for t in range(T):
+        row([(tk + t * TW + v, 1.0) for v in range(TW)], 1, 1)
+        row([(ck + c * W + w, float(vals[c, w])) for c in by[t] for w in range(W)]
+            + [(tk + t * TW + v, -float(tvals[t, v])) for v in range(TW)], 0, 0)
+        keys = [(kk + c, 1.0) for c in by[t]] + [(zk + t, -1.0)]
+        row(keys + [(tk + t * TW + v, -t_lo[t, v]) for v in range(TW)], 0, np.inf)
+        row(keys + [(tk + t * TW + v, -t_hi[t, v]) for v in range(TW)], -np.inf, 0)
+    cost = np.zeros(nv)
+    gain = np.where(np.isfinite(logp), logp, 0.0) if first else rng.standard_normal((n, W))
+    cost[ck:tk] = -gain.ravel()
+    with _c_stdout_silenced():               # HiGHS's MIP prints debug lines from C++
+        res = milp(cost, constraints=LinearConstraint(sp.csr_matrix(np.array(rows)), lo_b,
+                                                      hi_b),
+                   integrality=integ, bounds=Bounds(lb, ub))
+    if res.x is None:
+        return None
+    sol = res.x
+    w = np.argmax(sol[ck:tk].reshape(n, W), axis=1)
+    x = lo + w
+    rr = np.arange(n)
+    K = np.clip(sol[kk:zk], ca[rr, w], np.nextafter(cb[rr, w], 0.0))
+    K = np.where(x > 0, K, rng.random(n))
+    return np.ascontiguousarray(x, np.int64), np.ascontiguousarray(K)
+
+
+class KeyGibbs(Route):
+    """Monte Carlo over the counts and the cell keys together: the cell key method's
+    posterior under the likelihood integrated over the keys, for any published totals.
+
+    Reads ``plan.inputs["key_intervals"]`` (the p-table intervals of every entry).
+    """
+
+    name = "keys_mcmc"
+    exact = False
+    needs = "the p-table's key intervals; a count table with published totals"
+
+    def __init__(self, chains: int = 4, warmup: int = 300, draws: int = 1000,
+                 seed: int | None = None, workers: int | None = None, scheduler=None):
+        self.chains, self.warmup, self.draws = chains, warmup, draws
+        self.seed, self.workers, self.scheduler = seed, workers, scheduler
+
+    def with_settings(self, mc: MonteCarlo):
+        """The same route with the chains' settings of ``mc``.
+
+        Parameters
+        ----------
+        mc : MonteCarlo
+
+        Returns
+        -------
+        KeyGibbs
+        """
+        out = copy.copy(self)
+        out.chains, out.warmup, out.draws = mc.chains, mc.warmup, mc.draws
+        out.seed, out.workers, out.scheduler = mc.seed, mc.workers, mc.scheduler
+        return out
+
+    def applies(self, plan):
+        release = plan.release
+        if release.kind != "count" or release.groups:
+            return "the key chains need a count table without subtotals"
+        if "key_intervals" not in plan.inputs:
+            return "the key chains need the p-table's key intervals (the cell key method)"
+        if not plan.inputs["key_intervals"].totals:
+            return ("no published total holds other records than a cell: the entries' "
+                    "probabilities multiply exactly")
+        return None
+
+    def estimate(self, plan, what="posterior"):
+        release = plan.release
+        cells = int(np.prod(release.shape, dtype=np.int64))
+        return Cost(float(8 * self.chains * self.draws * cells * 3 + 20e6),
+                    f"{self.chains} chains x {self.draws} draws of "
+                    f"{' x '.join(map(str, release.shape))} tables")
+
+    def run(self, plan, *, count=True):
+        from .gibbs import BlockGibbs           # its Monte Carlo result and diagnostics
+
+        release, prior = plan.release, plan.prior
+        members, a = _arrays(plan)
+        n = a["lo"].size
+        if not np.isfinite(a["logp"]).any(axis=1).all():
+            raise ValueError(f"no original table is consistent with this "
+                             f"{release.mechanism.name} release under this prior")
+        settings = (self.chains, self.warmup, self.draws) + \
+            (() if self.seed is None else (self.seed,))
+        rng = np.random.default_rng(release_seed(release, prior, "keys", *settings))
+        seeds = rng.integers(2**31 - 1, size=self.chains)
+        pcells, psigns = _patterns(release, members, rng)
+        soft = max(self.warmup // 2, 1)
+        hard = max(self.warmup - soft, 1)
+        n_it = soft + hard + self.draws
+        args = (a["lo"], a["logp"], a["ca"], a["cb"], a["tot_ptr"], a["tot_idx"], a["tlo"],
+                a["ta"], a["tb"])
+
+        starts = [_start(a, members, rng, ch == 0) for ch in range(self.chains)]
+        if starts[0] is None:
+            raise ValueError(f"no original table is consistent with this "
+                             f"{release.mechanism.name} release under this prior (no table "
+                             "and cell keys satisfy every published entry)")
+        for ch, st in enumerate(starts):
+            if st is None or kg.violations(st[0], st[1], a["tot_ptr"], a["tot_idx"],
+                                           a["tlo"], a["ta"], a["tb"]):
+                starts[ch] = None
+        if starts[0] is None:
+            raise RuntimeError("internal error: the starting table and keys of the key "
+                               "chains break a published total")
+        starts = [st if st is not None else starts[0] for st in starts]
+
+        def one(ch, tick):
+            crng = np.random.default_rng(seeds[ch])
+            x, K = (np.array(v) for v in starts[ch])
+            kg.seed(int(crng.integers(2**31 - 1)))
+            idle = np.zeros((1, n), np.int64)
+            for m in (soft, hard):
+                kg.sweeps(x, K, *args, m, kg.LAM_HARD, kg.LAM_HARD, False, idle, pcells,
+                          psigns)
+                tick(m)
+            if kg.violations(x, K, a["tot_ptr"], a["tot_idx"], a["tlo"], a["ta"], a["tb"]):
+                raise RuntimeError(f"internal error: key chain {ch} left the support")
+            out = np.zeros((self.draws, n), np.int64)
+            done = 0
+            while done < self.draws:
+                m = min(50, self.draws - done)
+                kg.sweeps(x, K, *args, m, kg.LAM_HARD, kg.LAM_HARD, True,
+                          out[done:done + m], pcells, psigns)
+                done += m
+                tick(m)
+            return out
+
+        draws = np.stack(_chains.run(self.chains, one, self.chains * n_it, plan.progress,
+                                     self.workers, self.scheduler))
+        draws = draws.reshape((self.chains, self.draws) + release.shape)
+        text = (f"Monte Carlo over counts and cell keys: {self.chains} chains x "
+                f"{self.draws} draws (the likelihood integrated over the keys)")
+        moves = ("single-cell redraws of a count and its key from their exact conditional "
+                 "law; not proven to reach every candidate table (chains start apart; "
+                 "R-hat and ESS judge them)")
+        return BlockGibbs._result(release, draws, text, notes={"moves": moves})

@@ -16,7 +16,8 @@ def _warmup_tables():
     from ..table import Table
     return [Table(np.array([[3, 1, 2], [2, 4, 1], [1, 2, 5]]), dims=("v", "w")),
             Table(np.array([[[2, 1], [1, 3]], [[1, 2], [3, 1]]]), dims=("v", "w", "x")),
-            Table(np.array([3, 1, 4, 2]), dims=("v",))]
+            Table(np.array([3, 1, 4, 2]), dims=("v",)),
+            Table(np.array([[3, 1], [2, 4]]), dims=("v", "w"))]        # one free cell
 
 
 def _warmup_mechanism(cls, tables, priors_, rng) -> set:

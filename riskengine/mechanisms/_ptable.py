@@ -513,6 +513,11 @@ class PTable:
         """
         D = _integer(D, "D", 1)
         js = _integer(js, "js", 0)
+        if D > MAX_DESIGN or js > MAX_DESIGN:
+            raise ValueError(f"a designed p-table has D + js + 1 rows of up to 2 D + 1 values, "
+                             f"each a maximum-entropy program: D={D}, js={js} is beyond the "
+                             f"{MAX_DESIGN} this designs (published p-tables have D in the "
+                             "tens); give the p-table itself (PTable.from_matrix, a file)")
         if isinstance(V, bool) or not isinstance(V, numbers.Real) or not math.isfinite(V) \
                 or V <= 0:
             raise ValueError(f"V (the perturbation variance) must be a finite number > 0, "
@@ -536,6 +541,10 @@ class PTable:
             params["short_rows"] = [[i, float(p @ (jj - i) ** 2)] for i, (jj, p)
                                     in enumerate(rows) if i and p @ (jj - i) ** 2 < V_ - 1e-9]
         return cls(j, ub, "designed (maximum entropy, as ptable's create_cnt_ptable)", params)
+
+
+#: the largest D (and js) :meth:`PTable.design` designs
+MAX_DESIGN = 1000
 
 
 def _choice(x, name: str, options) -> str:

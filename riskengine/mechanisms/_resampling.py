@@ -49,7 +49,8 @@ def quality_interval(x, n, S):
     with np.errstate(invalid="ignore", divide="ignore"):
         sd = np.sqrt(np.maximum(x * (1.0 - x / np.where(n > 0, n, 1.0)), 0.0))
     lo = np.maximum(np.ceil(x - S * sd - 1e-9), 0).astype(np.int64)
-    hi = np.floor(x + S * sd + 1e-9).astype(np.int64)
+    # a huge S: ends beyond any count stay within int64 (2**62) instead of overflowing
+    hi = np.floor(np.minimum(x + S * sd + 1e-9, 2.0 ** 62)).astype(np.int64)
     return lo, hi
 
 

@@ -240,6 +240,7 @@ def _perturb_group(x: np.ndarray, S: float, rng: np.random.Generator) -> np.ndar
     if n == 0:
         return out
     lo, hi = quality_interval(x, n, S)
+    hi = np.minimum(hi, n)          # the cells sum to n: no cell goes above it (a huge S)
     pos = x > 0
     p = x[pos] / n
     a = stats.binom.cdf(lo[pos] - 1, n, p)          # inverse-cdf draw, truncated binomial

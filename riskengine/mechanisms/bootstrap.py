@@ -25,6 +25,7 @@ from scipy.special import gammaln
 from kernels import multinomial_box as mbox
 from kernels._jit import threads_for
 
+from .. import _budget
 from .. import _validate as V
 from ..inference.joint_mcmc import SumFactors
 from ..protocol import Example, register
@@ -116,6 +117,10 @@ class Bootstrap(_Resampling):
         n = int(x.sum())
         if n == 0:
             raise ValueError("the bootstrap needs a table with a positive grand total")
+        # the M bootstrap tables are drawn at once: refuse an M they cannot fit in
+        _budget.check_fits(f"Bootstrap M={_budget.fmt_number(self.M)}", 16.0 * self.M * x.size,
+                           f"{self.M} bootstrap tables of {x.size} cells drawn at once, 16 "
+                           "bytes a cell", _budget.budget())
         lo, hi = quality_interval(x, n, self.S)
         pos = x > 0
         p = (x / n).ravel()

@@ -88,6 +88,10 @@ from ._ptable import PTable
 
 __all__ = ["CellKey", "KeyIntervals", "PTable", "key_intervals"]
 
+#: the SDC handbook's fictional p-table (Hundepool et al.), as a matrix M[i][j]
+_HANDBOOK = [[1.0, 0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 0.8, 0.2, 0.0],
+             [0.0, 0.0, 0.3, 0.4, 0.3]]
+
 #: keys are integers in units of 2^-_BITS; sums wrap modulo 2^64, a multiple of 2^_BITS
 _BITS = 52
 _SCALE = float(2 ** _BITS)
@@ -373,7 +377,8 @@ class CellKey(Mechanism):
     @classmethod
     def example(cls, table=None, rng=None) -> Example:
         """The shared 3 x 3 table of small counts with a p-table of D = 2, V = 1; ``rng``:
-        D = 1 or 2 and V between 0.3 and 0.6.
+        D = 1 or 2 and V between 0.3 and 0.6; a 1-D ``table`` (without ``rng``): the SDC
+        handbook's p-table, whose intervals lie on a grid (route ``keys``).
 
         Parameters
         ----------
@@ -389,6 +394,8 @@ class CellKey(Mechanism):
         table = counts_3x3() if table is None else table
         params = {"D": 2, "V": 1.0} if rng is None else {
             "D": int(rng.integers(1, 3)), "V": float(rng.uniform(0.3, 0.6))}
+        if rng is None and len(table.shape) == 1:     # the key integration's own case
+            params = {"ptable": _HANDBOOK}
         return Example(cls, table, params)
 
     # --- protection ----------------------------------------------------------------------

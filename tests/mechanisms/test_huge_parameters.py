@@ -200,3 +200,24 @@ def test_moderate_parameters_still_answer_exactly(case):
         got[start:start + int(inside.sum())] = q[inside]
         assert q[~inside].sum() < 1e-12
         np.testing.assert_allclose(got, want[c], atol=1e-9)
+
+
+def test_resampling_and_designed_ptable_parameters_are_refused_or_bounded():
+    """Bootstrap(M=10**12) would draw 10**12 tables at once: refused in one line naming M
+    and the budget.  A p-table designed with D = 10**9 (10**9 maximum-entropy rows) is
+    refused at once.  A binomial perturbation with S = 1e300 (quality intervals wider than
+    any count) protects: the cells still sum to the grand total."""
+    import time
+
+    t = rk.Table(np.array([[3, 4], [5, 6]]), dims=("a", "b"))
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"^Bootstrap M=10\*\*12 needs .* TiB .*the memory "
+                                         r"budget is .*GiB") as e:
+        rk.Bootstrap(10**12, 2.0).protect(t, np.random.default_rng(0))
+    assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="D=1000000000, js=0 is beyond the 1000 this designs"):
+        rk.CellKey(D=10**9, V=1.0)
+    assert time.perf_counter() - start < 2.0
+    rel = rk.BinomialPerturbation(1e300).protect(t, np.random.default_rng(0))
+    assert int(np.asarray(rel.published).sum()) == 18
+    assert (np.asarray(rel.published) >= 0).all()

@@ -30,7 +30,7 @@ one row; a total with one nonempty cell) have the same key.  Routes:
   the posterior's ``attrs["approximation"]`` (any proper subset of the keys of a total and
   its cells is independent and uniform, but the total's key is the fractional part of the
   sum of its cells' keys).  Measured against ``keys`` in benchmarks/RESULTS.md: posterior
-  probabilities off by up to 0.3 on small 1-D tables, and more where rows and columns
+  probabilities off by up to 0.41 on small 1-D tables, and more where rows and columns
   cross.
 * ``keys_mcmc`` (Monte Carlo; :mod:`riskengine.inference.keyed_gibbs`): chains over the
   counts and the keys together, any published totals; validated against ``keys`` and, for

@@ -27,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import riskengine as rk  # noqa: E402
+import riskengine as rk
 
 HANDBOOK = {0: {0: 1.0}, 1: {0: 0.5, 2: 0.5}, 2: {2: 0.8, 3: 0.2}, 3: {2: 0.3, 3: 0.4, 4: 0.3}}
 
@@ -123,7 +123,7 @@ def crossing_error(cases: int, n_keys: int, seed: int = 1):
         post = w / w.sum()
         worst, worst_se = 0.0, 0.0
         for c in np.ndindex(2, 2):
-            for v in set(int(t[c]) for t in tabs):
+            for v in {int(t[c]) for t in tabs}:
                 mc = sum(q for q, t in zip(post, tabs) if t[c] == v)
                 mse = np.sqrt(sum((s / w.sum()) ** 2 for s, t in zip(se, tabs) if t[c] == v))
                 e = abs(mc - float(pr.prob(np.full((2, 2), v)).values[c]))

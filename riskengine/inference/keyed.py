@@ -29,7 +29,7 @@ from kernels import key_sums as ks
 
 from ..protocol import Cost, Route, RouteResult
 
-__all__ = ["KeyIntegration", "MAX_GRID"]
+__all__ = ["MAX_GRID", "KeyIntegration"]
 
 #: the finest grid of the p-table's interval ends the route works on
 MAX_GRID = 100_000
@@ -87,7 +87,7 @@ class _Total:
         """Cell ``j`` added to every running sum: the forward measure (or the backward
         function one cell earlier), per target running sum."""
         N = self.N
-        m, W = self.logw.shape
+        W = self.logw.shape[1]
         D = P.shape[-1] + 1
         outP = np.zeros((L_out, N, D))
         outA = np.zeros(L_out)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import ctypes
+import itertools
 import os
 import sys
 
@@ -110,16 +111,16 @@ def _patterns(release, members, rng):
     if len(shape) >= 2 and len(out) < _MAX_PATTERNS:
         if len(shape) == 2:
             r, c = shape
-            for i, k in ((i, k) for i in range(r) for k in range(i + 1, r)):
-                for j, m in ((j, m) for j in range(c) for m in range(j + 1, c)):
+            for i, k in itertools.combinations(range(r), 2):
+                for j, m in itertools.combinations(range(c), 2):
                     out.append(((idx[i, j], idx[i, m], idx[k, j], idx[k, m]), (1, -1, -1, 1)))
                     if len(out) >= 4 * _MAX_PATTERNS:
                         break
         elif len(shape) == 3:
             I, J, Kk = shape
-            for i, i2 in ((a, b) for a in range(I) for b in range(a + 1, I)):
-                for j, j2 in ((a, b) for a in range(J) for b in range(a + 1, J)):
-                    for k, k2 in ((a, b) for a in range(Kk) for b in range(a + 1, Kk)):
+            for i, i2 in itertools.combinations(range(I), 2):
+                for j, j2 in itertools.combinations(range(J), 2):
+                    for k, k2 in itertools.combinations(range(Kk), 2):
                         cells = [idx[a, b, e] for a in (i, i2) for b in (j, j2) for e in (k, k2)]
                         signs = [(-1) ** (p + q + t) for p in (0, 1) for q in (0, 1)
                                  for t in (0, 1)]
@@ -292,7 +293,7 @@ class KeyGibbs(Route):
                     f"{' x '.join(map(str, release.shape))} tables")
 
     def run(self, plan, *, count=True):
-        from .gibbs import BlockGibbs           # its Monte Carlo result and diagnostics
+        from .gibbs import BlockGibbs  # its Monte Carlo result and diagnostics
 
         release, prior = plan.release, plan.prior
         members, a = _arrays(plan)

@@ -73,16 +73,16 @@ import numpy as np
 from .. import _validate as V
 from ..inference import windows as win
 from ..inference.enumerate_3d import Enumerate3D
+from ..inference.gibbs import BlockGibbs
 from ..inference.keyed import MAX_GRID, KeyIntegration
 from ..inference.keyed_gibbs import KeyGibbs
-from ..inference.gibbs import BlockGibbs
 from ..inference.line import Line
 from ..inference.linked import LinkedDP
 from ..inference.linked_gibbs import LinkedGibbs
 from ..inference.table_dp import TableDP
+from ..protocol import Example, Inputs, Mechanism, register
 from ..release import Release
 from ..table import Table, aligned, count_table
-from ..protocol import Example, Inputs, Mechanism, register
 from ._examples import counts_3x3
 from ._ptable import PTable
 

@@ -141,7 +141,7 @@ def test_draws_follow_the_exact_joint_posterior():
     pairs.append((frozenset(range(3)), 4))
     weights = {}
     for x in itertools.product(range(7), repeat=3):
-        like = ref.key_likelihood(HANDBOOK, pairs, lambda h: sum(x[c] for c in h))
+        like = ref.key_likelihood(HANDBOOK, pairs, lambda h, x=x: sum(x[c] for c in h))
         if like > 0:
             weights[x] = like
     z = sum(weights.values())

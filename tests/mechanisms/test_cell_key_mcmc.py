@@ -75,7 +75,7 @@ def test_crossing_totals_agree_with_a_monte_carlo_integral_over_the_keys():
     assert mc.attrs["converged"]
     worst_mc = worst_product = 0.0
     for c in np.ndindex(2, 2):
-        for v in range(0, 9):
+        for v in range(9):
             want = sum(q for q, t in zip(post, tabs) if t[c] == v)
             worst_mc = max(worst_mc, abs(float(mc.prob(np.full((2, 2), v)).values[c]) - want))
             worst_product = max(worst_product,

@@ -159,7 +159,7 @@ def total_volume(cell_intervals, total_interval) -> Fraction:
         lengths = [b - a for a, b in cell_intervals]
         top = sum(b for _, b in cell_intervals)
         out = Fraction(0)
-        for z in range(0, math.ceil(top) + 1):
+        for z in range(math.ceil(top) + 1):
             out += (_volume_below(z + hi_t, alphas, lengths)
                     - _volume_below(z + lo_t, alphas, lengths))
     _VOL[key] = out
@@ -244,7 +244,7 @@ def posterior(ptab: dict, published, margins: dict, dims: tuple, spec: dict,
         pairs = [(h, y) for h, y, _ in once]
         cols = {h: x for h, _, x in once}
         for t in range(T.shape[0]):
-            like = key_likelihood(ptab, pairs, lambda h: int(cols[h][t]))
+            like = key_likelihood(ptab, pairs, lambda h, t=t: int(cols[h][t]))
             ll[t] = math.log(like) if like > 0 else -math.inf
         logw = logw + ll
     else:

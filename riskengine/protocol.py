@@ -381,6 +381,10 @@ class Mechanism:
     #: ``windows(release) -> EntryWindows``: each published entry's window of originals and
     #: log-likelihoods (mechanisms whose likelihood is a product over entries)
     windows = None
+    #: ``window_cost(release) -> (what, bytes, detail)``: the memory a parameter that sizes
+    #: every window sets (a rounding base, a noise scale), from the published values alone;
+    #: the resolver refuses a release whose windows exceed the budget before any route runs
+    window_cost = None
     #: the noise is keyed to the records: the same records get the same perturbation in
     #: every table (the cell key method); otherwise each publication draws its own
     keyed = False
@@ -554,8 +558,9 @@ class Mechanism:
         Returns
         -------
         Inputs
-            Computed when a route first reads them; by default the entry ``windows``
-            (when the mechanism has them).
+            Computed when a route first reads them; by default the entry ``windows`` and
+            their ``window_cost`` (when the mechanism declares them).
         """
-        w = self.windows
-        return Inputs(windows=None if w is None else (lambda: w(release)))
+        w, c = self.windows, self.window_cost
+        return Inputs(windows=None if w is None else (lambda: w(release)),
+                      window_cost=None if c is None else (lambda: c(release)))

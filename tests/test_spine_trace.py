@@ -83,8 +83,7 @@ def test_a_posterior_climbs_no_layer_but_through_the_protocol():
     tr = trace(lambda: rk.posterior(rel))
     assert tr["climbs"] == tr["dispatch"], tr["climbs"]
     called = {c.rpartition(".")[2] for c in tr["dispatch"]}
-    # the mechanism's declared inputs: its ``inputs`` method and the thunks (lambdas) it
-    # hands the plan (windows, their cost), which the protocol's Inputs calls when read
-    assert called <= {"entry_windows", "_params", "describe", "inputs", "<lambda>"}, called
+    # the mechanism's declared inputs: its windows and their cost (``window_cost``)
+    assert called <= {"entry_windows", "window_cost", "_params", "describe", "inputs"}, called
     assert tr["order"][0] == "riskengine.inference.resolve"
     assert "riskengine.inference._label" in tr["order"]

@@ -28,6 +28,7 @@ import numpy as np
 from kernels import key_sums as ks
 
 from ..protocol import Cost, Route, RouteResult
+from .line import _logsumexp
 
 __all__ = ["MAX_GRID", "KeyIntegration"]
 
@@ -37,14 +38,6 @@ MAX_GRID = 100_000
 #: coefficients a call may combine before ``auto`` passes the route over (about 1e9 a
 #: second with NumPy on one core)
 _MAX_WORK = 3e10
-
-
-def _logsumexp(a, axis=None):
-    m = np.max(a, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore", under="ignore"):
-        out = np.log(np.exp(a - m).sum(axis=axis, keepdims=True)) + m
-    return np.squeeze(out, axis=axis) if axis is not None else out.item()
 
 
 def _log(x):
@@ -174,7 +167,7 @@ class _Total:
                 else:
                     h = ks.shift_difference(P[src], A[src], self.a[j, w], self.b[j, w])
                     v = ks.inner(h, 0.0, G[src + w])
-                out[j, w] = self.logw[j, w] + _logsumexp(lsF[src] + lsG[src + w] + _log(v))
+                out[j, w] = self.logw[j, w] + _logsumexp(lsF[src] + lsG[src + w] + _log(v), 0)
         with np.errstate(under="ignore"):
             return np.exp(out - self.log_z)
 

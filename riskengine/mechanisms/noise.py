@@ -51,7 +51,7 @@ from ..inference.linked_gibbs import LinkedGibbs
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import count_table
-from ..protocol import Example, Inputs, Mechanism, register
+from ..protocol import Example, Mechanism, register
 from ._examples import counts_3x3
 
 __all__ = ["NoisyCounts"]
@@ -449,6 +449,7 @@ class NoisyCounts(Mechanism):
     published_signed = True     # raw noisy measurements can be negative
     aliases = ("noise",)
     windows = staticmethod(entry_windows)
+    window_cost = staticmethod(window_cost)
     windows_truncated = True
     # every route refuses first a scale whose windows alone exceed the memory budget
     set_routes = (LinkedDP(), LinkedGibbs())
@@ -467,23 +468,6 @@ class NoisyCounts(Mechanism):
 
     def _params(self) -> dict:
         return {"distribution": self.distribution, "scale": self.scale, "clip": self.clip}
-
-    def inputs(self, release) -> Inputs:
-        """The full entry ``windows`` of ``release`` and their ``window_cost`` (the memory
-        the scale sets, checked against the budget before the windows are made).
-
-        Parameters
-        ----------
-        release : rk.Release
-            A noisy-counts release.
-
-        Returns
-        -------
-        Inputs
-            ``windows`` (:func:`entry_windows`) and ``window_cost`` (:func:`window_cost`).
-        """
-        return Inputs(windows=lambda: self.windows(release),
-                      window_cost=lambda: window_cost(release))
 
     @classmethod
     def example(cls, table=None, rng=None) -> Example:

@@ -41,7 +41,7 @@ from ..inference.gibbs import BlockGibbs
 from ..inference.table_dp import TableDP
 from ..release import Release
 from ..table import count_table
-from ..protocol import Example, Inputs, Mechanism, register
+from ..protocol import Example, Mechanism, register
 from ._examples import counts_3x3
 from ._cox import cox_unbiased, extended, optimal
 from ._rounding3d import protect_3d
@@ -162,9 +162,8 @@ class ControlledRounding(Mechanism):
         return {"base": self.base, "method": self.method, "zero_restricted": True,
                 "likelihood": self.likelihood}
 
-    def inputs(self, release) -> Inputs:
-        """The entry ``windows`` of ``release`` and their ``window_cost`` (the memory the
-        base sets, checked against the budget before the windows are made).
+    def window_cost(self, release) -> tuple:
+        """The memory of the entry windows the base sets (checked before they are made).
 
         Parameters
         ----------
@@ -173,13 +172,10 @@ class ControlledRounding(Mechanism):
 
         Returns
         -------
-        Inputs
-            ``windows`` (:func:`entry_windows`) and ``window_cost``
-            (:func:`riskengine.inference.windows.around_cost`).
+        tuple
+            ``(what, bytes, detail)`` (:func:`riskengine.inference.windows.around_cost`).
         """
-        return Inputs(windows=lambda: self.windows(release),
-                      window_cost=lambda: win.around_cost(release, self.base,
-                                                          type(self).__name__))
+        return win.around_cost(release, self.base, type(self).__name__)
 
     @classmethod
     def example(cls, table=None, rng=None) -> Example:

@@ -67,6 +67,7 @@ _NAMES = {  # grouped by topic, not sorted
     # the review board's verdict
     "verdict": "riskengine._verdict:verdict",
     "Verdict": "riskengine._verdict:Verdict",
+    "Policy": "riskengine._policy:Policy",
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import tempfile
 from itertools import combinations, product
 from pathlib import Path
@@ -16,7 +17,10 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .table import Table
+# TOTAL_LABELS is defined with the table (from_pandas reads totals too); _io.TOTAL_LABELS
+# stays the name it always was
+from .table import TOTAL_LABELS, Table, total_positions  # noqa: F401
+from .table import _is_total_label as _is_total
 
 __all__ = [
     "atomic_write_bytes",
@@ -25,6 +29,7 @@ __all__ = [
     "read_csv_long",
     "read_csv_wide",
     "read_netcdf",
+    "read_original",
     "read_published",
     "read_table",
     "tidy",
@@ -92,12 +97,94 @@ def atomic_write_netcdf(ds: xr.Dataset, path) -> None:
     _write_atomically(path, lambda tmp: ds.to_netcdf(tmp, engine="scipy"))
 
 
+#: the field separators a table CSV may use: comma, semicolon (usual where the decimal
+#: separator is a comma, e.g. in many EU statistical offices) and tab
+SEPARATORS = (",", ";", "\t")
+_SEP_NAMES = {",": "','", ";": "';'", "\t": "tab"}
+#: a number with a decimal comma (``1,5``; ``1.234,5`` with thousands points)
+_DECIMAL_COMMA = re.compile(r"[+-]?(?:\d{1,3}(?:\.\d{3})+|\d+),\d+")
+#: a number with thousands points only (``1.234``, ``12.345.678``)
+_THOUSANDS_POINTS = re.compile(r"[+-]?\d{1,3}(?:\.\d{3})+")
+#: a number with a decimal point (``2.5``, ``.5``)
+_DECIMAL_POINT = re.compile(r"[+-]?(?:\d+\.\d*|\.\d+)")
+
+
+def _split(text: str, sep: str) -> list:
+    return [r for r in csv.reader(io.StringIO(text, newline=""), delimiter=sep)
+            if r and any(x.strip() for x in r)]
+
+
+def _separator(path, text: str) -> str:
+    """The field separator of a table CSV: the one of :data:`SEPARATORS` that splits the
+    header into two or more fields and every row into as many; refused when two do (the
+    file does not say which)."""
+    fits, widest = [], (0, ",")
+    for sep in SEPARATORS:
+        rows = _split(text, sep)
+        n = len(rows[0]) if rows else 0
+        if n >= 2 and all(len(r) == n for r in rows):
+            fits.append(sep)
+        widest = max(widest, (n, sep), key=lambda w: w[0])
+    if len(fits) > 1:
+        raise ValueError(f"{path}: the fields may be separated by "
+                         f"{' or '.join(_SEP_NAMES[s] for s in fits)} (each splits every "
+                         "line into as many fields): write the table with one separator "
+                         "that appears in no label")
+    # no separator gives rows of one length: the one that splits the header most (the
+    # readers then name the line that differs)
+    return fits[0] if fits else widest[1]
+
+
+def _decimal_commas(path, sep: str, rows: list) -> list:
+    """The entries (not the header) of a table whose separator is not a comma, with decimal
+    commas (``1,5``, ``1.234,5``) read as numbers write them (``1.5``, ``1234.5``);
+    refused where a decimal comma and a decimal point are both used, or where every
+    number with a point may have a thousands separator (``1.234``: 1234 or 1.234?)."""
+    commas, points = None, []
+    for n, r in enumerate(rows[1:], start=2):
+        for x in r:
+            t = x.strip()
+            if commas is None and _DECIMAL_COMMA.fullmatch(t):
+                commas = (t, n)
+            elif _DECIMAL_POINT.fullmatch(t):
+                points.append((t, n))
+    name = _SEP_NAMES[sep]
+    if commas is not None:
+        mixed = next(((t, n) for t, n in points if not _THOUSANDS_POINTS.fullmatch(t)), None)
+        if mixed:
+            raise ValueError(f"{path}: line {commas[1]} writes {commas[0]!r} with a decimal "
+                             f"comma, line {mixed[1]} {mixed[0]!r} with a decimal point: "
+                             f"a {name}-separated table uses one of them")
+
+        def number(t: str) -> str:
+            s = t.strip()
+            if _DECIMAL_COMMA.fullmatch(s):
+                return s.replace(".", "").replace(",", ".")
+            if _THOUSANDS_POINTS.fullmatch(s):
+                return s.replace(".", "")
+            return t
+        return [rows[0]] + [[number(x) for x in r] for r in rows[1:]]
+    if points and all(_THOUSANDS_POINTS.fullmatch(t) for t, _ in points):
+        t, n = points[0]
+        raise ValueError(f"{path}, line {n}: {t!r} in a {name}-separated table: a thousands "
+                         f"separator ({t.replace('.', '')}) or a decimal point? write "
+                         f"{t.replace('.', '')} (no thousands separator), or "
+                         f"{t.replace('.', ',')} with a decimal comma")
+    return rows
+
+
 def _read_rows(path):
+    """The non-empty rows of a table CSV, its separator sniffed (:func:`_separator`) and,
+    unless it is a comma, decimal commas read (:func:`_decimal_commas`)."""
     with open(path, newline="", encoding="utf-8-sig") as fh:
-        rows = [r for r in csv.reader(fh) if r and any(x.strip() for x in r)]
+        text = fh.read()
+    # the separator from the first 64 kB (whole lines): the readers check every line
+    head = text if len(text) <= 2 ** 16 else text[:max(text.rfind("\n", 0, 2 ** 16), 1)]
+    sep = _separator(path, head)
+    rows = _split(text, sep)
     if len(rows) < 2:
         raise ValueError(f"{path}: a table CSV needs a header and at least one data row")
-    return rows
+    return rows if sep == "," else _decimal_commas(path, sep, rows)
 
 
 def _label(x: str):
@@ -108,11 +195,17 @@ def _label(x: str):
         return x
 
 
+def _comma_hint(x: str) -> str:
+    """What to do about a decimal comma in a comma-separated file."""
+    return (" (a decimal comma? in a comma-separated table write 1.5; or separate the "
+            "fields with ';' and keep the decimal commas)" if "," in x else "")
+
+
 def _number(x: str, where: str) -> float:
     try:
         return float(x)
     except ValueError:
-        raise ValueError(f"{where}: {x!r} is not a number") from None
+        raise ValueError(f"{where}: {x!r} is not a number{_comma_hint(x)}") from None
 
 
 def _long_grid(path, value: str | None, dims):
@@ -239,15 +332,8 @@ def read_csv_wide(path, dims=("row", "column"), margins=None) -> Table:
     return Table(out, dims=dims, coords=labels, margins=margins)
 
 
-#: category labels that mark a published total (compared without case): "Total" as
-#: tables are usually published, "All" as ``pandas.crosstab(..., margins=True)`` writes it
-TOTAL_LABELS = ("total", "totals", "grand total", "all")
 #: entries of a published table that mark a suppressed cell (the published value withheld)
 SUPPRESSED = ("x", "..", "nan")
-
-
-def _is_total(label) -> bool:
-    return isinstance(label, str) and label.strip().lower() in TOTAL_LABELS
 
 
 def _published_entry(text: str, where: str) -> float:
@@ -260,7 +346,8 @@ def _published_entry(text: str, where: str) -> float:
         return float(s)
     except ValueError:
         raise ValueError(f"{where}: {text!r} is not a number (a suppressed cell is written "
-                         f"as {' or '.join(repr(m) for m in SUPPRESSED)})") from None
+                         f"as {' or '.join(repr(m) for m in SUPPRESSED)}){_comma_hint(s)}"
+                         ) from None
 
 
 def _totals_wide(rows) -> bool:
@@ -316,15 +403,7 @@ def read_published(path, format: str | None = None, dims=None, value: str | None
         dims, labels, cells = _long_grid(path, value, dims)
     else:
         raise ValueError(f"unknown published-table format {fmt!r}; known: 'long', 'wide'")
-    total = {}
-    for d in dims:
-        at = [i for i, lab in enumerate(labels[d]) if _is_total(lab)]
-        if len(at) > 1:
-            raise ValueError(f"{path}: dim {d!r} has {len(at)} total categories "
-                             f"{[labels[d][i] for i in at]}; one is the total, the others "
-                             "would be dropped")
-        if at:
-            total[d] = at[0]
+    total = total_positions(dims, labels, str(path))
     if len(total) == len(dims) and all(len(labels[d]) == 1 for d in dims):
         raise ValueError(f"{path}: holds only totals, no cell")
     inner = {d: [i for i in range(len(labels[d])) if total.get(d) != i] for d in dims}
@@ -361,6 +440,77 @@ def read_published(path, format: str | None = None, dims=None, value: str | None
     # largest totals first, in the dims' order (as the tabular structure lists them)
     order = sorted(margins, key=lambda k: (-len(k), [dims.index(d) for d in k]))
     return published, {k: margins[k] for k in order}, coords
+
+
+def _entry_text(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.12g}"
+
+
+def read_original(path, **kwargs) -> Table:
+    """An original table to protect, as an agency has it: as :func:`read_table` reads
+    tables, and with totals (a ``Total`` row / column / category, :data:`TOTAL_LABELS`,
+    as :func:`read_published` reads them) checked against the cells and left out (the
+    mechanism publishes its own).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The CSV (wide or long) or netCDF file.
+    **kwargs
+        Passed to :func:`read_table` for a table without totals.
+
+    Returns
+    -------
+    Table
+        The interior cells, labelled, with the default margins.
+
+    Raises
+    ------
+    ValueError
+        A total that differs from the sum of its cells (naming the total by its labels,
+        and both numbers), a suppressed or empty cell, or what :func:`read_table` refuses.
+    """
+    path = Path(path)
+    if path.suffix.lower() in (".nc", ".nc4", ".cdf") or kwargs.get("format") == "netcdf":
+        return read_table(path, **kwargs)
+    try:
+        published, margins, coords = read_published(path)
+        why = None
+    except ValueError as exc:       # not a table with totals: read_table says what it is
+        margins, why = None, exc
+    if not margins:
+        table = read_table(path, **kwargs)
+        clash = [(d, lab) for d in table.dims for lab in table.coords[d] if _is_total(lab)]
+        if clash:
+            raise why or ValueError(f"{path}: category {clash[0][1]!r} of {clash[0][0]!r} "
+                                    "reads as a total, but the file's totals could not "
+                                    "be read")
+        return table
+    dims = tuple(coords)
+    if published is None:
+        raise ValueError(f"{path}: holds totals only (every cell empty): protect needs the "
+                         "original table's cells")
+    nan = np.argwhere(np.isnan(published.values))
+    if nan.size:
+        at = {d: coords[d][i] for d, i in zip(dims, nan[0])}
+        raise ValueError(f"{path}: cell {at} is suppressed: protect needs every cell of "
+                         "the original table")
+    values = published.values
+    scale = float(np.abs(values).sum())
+    for keep, total in margins.items():
+        summed = tuple(d for d in dims if d not in keep)
+        sums = values.sum(axis=tuple(dims.index(d) for d in summed))
+        for idx in np.ndindex(*np.shape(sums)):
+            got, want = float(total.values[idx]), float(sums[idx])
+            if np.isnan(got) or abs(got - want) <= 1e-9 * max(scale, 1.0):
+                continue
+            at = {d: (coords[d][idx[keep.index(d)]] if d in keep else "Total")
+                  for d in dims}
+            raise ValueError(
+                f"{path}: the total at {', '.join(f'{d}={lab}' for d, lab in at.items())} "
+                f"is {_entry_text(got)}, but the cells it sums (over "
+                f"{', '.join(repr(d) for d in summed)}) add up to {_entry_text(want)}")
+    return Table(values, dims=dims, coords=coords)
 
 
 def tidy(values, digits: int = 12):

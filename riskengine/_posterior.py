@@ -8,6 +8,7 @@ the ``value`` axis) is built only when asked for.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -63,6 +64,8 @@ class Posterior:
         A release set's posterior: per release, the posterior of its own cells.
     mechanism_weights : mapping, optional
         Posterior probability of each candidate mechanism (``candidates=``).
+    release, prior : optional
+        The release and prior of this posterior (set by the labeller).
 
     Attributes
     ----------
@@ -97,15 +100,35 @@ class Posterior:
     mechanism_weights : mapping
         A posterior over candidate mechanisms (``candidates=``): each one's posterior
         probability; empty otherwise.
+    release, prior
+        The release and the prior it was computed from (None for the posterior of a part,
+        e.g. a total); :func:`riskengine.verdict` reads them for its baseline.
     """
 
-    __slots__ = ("start", "probs", "dims", "coords", "published", "n_candidates",
-                 "log_evidence", "attrs", "totals", "diagnostics", "chains", "releases",
-                 "mechanism_weights", "_sampler", "_frozen")
+    __slots__ = (
+        "_frozen",
+        "_sampler",
+        "attrs",
+        "chains",
+        "coords",
+        "diagnostics",
+        "dims",
+        "log_evidence",
+        "mechanism_weights",
+        "n_candidates",
+        "prior",
+        "probs",
+        "published",
+        "release",
+        "releases",
+        "start",
+        "totals",
+    )
 
     def __init__(self, *, start, probs, dims, coords, published=None, n_candidates=None,
                  log_evidence=np.nan, attrs=None, sampler=None, totals=None,
-                 diagnostics=None, chains=None, releases=(), mechanism_weights=None):
+                 diagnostics=None, chains=None, releases=(), mechanism_weights=None,
+                 release=None, prior=None):
         set_ = object.__setattr__
         start = _readonly(np.asarray(start, dtype=np.int64))
         probs = _readonly(np.asarray(probs, dtype=float))
@@ -125,6 +148,8 @@ class Posterior:
         set_(self, "chains", None if chains is None else _readonly(np.asarray(chains)))
         set_(self, "releases", tuple(releases))
         set_(self, "mechanism_weights", MappingProxyType(dict(mechanism_weights or {})))
+        set_(self, "release", release)
+        set_(self, "prior", prior)
         #: ``sampler(n, rng) -> int64 (n, *shape)``: whole-table draws (from the route)
         set_(self, "_sampler", sampler)
         set_(self, "_frozen", True)
@@ -281,6 +306,19 @@ class Posterior:
         """
         return self._da(self._prob_at(self._values(truth)), "prob_exact",
                         description="posterior probability of the true value")
+
+    def _mcse_at(self, values) -> np.ndarray:
+        """Monte Carlo routes: arviz's MCSE of each cell's Pr(cell == ``values``) from the
+        chains (the indicator's mean); 0 where a cell never varies."""
+        from . import _arviz
+        az = _arviz.arviz()
+        hit = (np.asarray(self.chains) == np.asarray(values)).astype(float)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)     # constant cells: 0 / 0
+            m = az.mcse(xr.Dataset({"hit": (("chain", "draw", *self.dims), hit)}))
+        m = m["hit"].values
+        const = hit.min(axis=(0, 1)) == hit.max(axis=(0, 1))
+        return np.where(const, 0.0, np.where(np.isnan(m), np.inf, m))
 
     def prob_published(self) -> xr.DataArray:
         """Posterior mass at the published value (NaN where nothing is published).
@@ -452,6 +490,8 @@ class Posterior:
             tv = self._values(truth)
             data["true"] = self._da(tv, "true")
             data["prob_exact"] = self.prob_exact(tv)
+            if self.chains is not None:
+                data["mcse_prob_exact"] = self._da(self._mcse_at(tv), "mcse_prob_exact")
         ds = xr.Dataset(data, attrs={**self.attrs_for_file(), "level": level})
         return ds
 

@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 import xarray as xr
+from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from scipy import stats
 
@@ -384,6 +385,8 @@ def ru_map(compare_ds: xr.Dataset, *, z: float = 1.96) -> Figure:
     ``utility``, its per-draw values (``risk_draw``, ``utility_draw``) a faint
     scatter behind it, and error bars of ``z`` standard errors of the mean over
     the draws (a 95% Monte Carlo interval for ``z = 1.96``; none with one draw).
+    Labels are placed where they overlap no other label or point, inside the axes
+    (mechanisms of near-equal risk and utility: farther out, with a leader line).
 
     Parameters
     ----------
@@ -434,14 +437,117 @@ def ru_map(compare_ds: xr.Dataset, *, z: float = 1.96) -> Figure:
                 yerr = z * np.nanstd(ud, ddof=1) / math.sqrt(nu)
         ax.errorbar(risk[i], util[i], xerr=xerr, yerr=yerr, fmt="o", ms=7, color=colors[i],
                     capsize=3, label=name)
-        ax.annotate(name, (risk[i], util[i]), xytext=(6, 6), textcoords="offset points",
-                    fontsize=9, color=colors[i])
     ax.set_xlabel(_axis_label(ds["risk"], "disclosure risk"))
     ax.set_ylabel(_axis_label(ds["utility"], "data utility"))
     ax.grid(alpha=0.3)
+    ax.margins(0.12)                        # room for the labels inside the axes
     bars = (f"; bars: ±{z:g} SE over draws" if has_draws else "")
     ax.set_title(f"R-U confidentiality map (better: up and to the left{bars})", fontsize=10)
+    _place_labels(fig, ax, names, risk, util, colors)
     return fig
+
+
+# --- labels that do not overlap --------------------------------------------------------
+#: where a point's label may go: directions (unit steps), nearest first, then farther
+#: out along each (a leader line joins a label to its point beyond the first ring)
+_DIRECTIONS = ((1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1))
+_RINGS = (6, 14, 26, 40, 58, 80, 105, 135, 170)     # points from the point
+
+
+def _overlaps(a, b) -> bool:
+    """Whether two display boxes ``(x0, y0, x1, y1)`` overlap (touching is not)."""
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _crosses(box, seg) -> bool:
+    """Whether an axis-parallel segment ``((x0, y0), (x1, y1))`` (an error bar) passes
+    through a display box ``(x0, y0, x1, y1)``."""
+    (ax0, ay0), (ax1, ay1) = seg
+    sx0, sx1, sy0, sy1 = min(ax0, ax1), max(ax0, ax1), min(ay0, ay1), max(ay0, ay1)
+    return sx0 <= box[2] and box[0] <= sx1 and sy0 <= box[3] and box[1] <= sy1
+
+
+def _place_labels(fig: Figure, ax, names, xs, ys, colors, fontsize: float = 9) -> list:
+    """Label each point ``(xs[i], ys[i])`` with ``names[i]`` where no label overlaps
+    another label or a point, inside the axes: deterministic greedy placement.
+
+    The figure is laid out first (its constrained layout fixes where the axes are); then,
+    point by point (those with the most neighbours first), of the candidate spots
+    :data:`_DIRECTIONS` x :data:`_RINGS` inside the axes, the one that overlaps the
+    fewest labels and points (none, unless there is no room) is taken, and among those
+    the one that crosses the fewest error bars and is nearest the point; a label away
+    from its point gets a leader line.  Offsets are in points, so the figure can be
+    saved at any dpi; the labels are left out of the layout, so saving does not move the
+    axes under them.  Returns the annotations, in the order of ``names`` (also
+    ``ax.texts``)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)                # a renderer to measure text with
+    fig.draw_without_rendering()            # the constrained layout: axes final
+    renderer = fig.canvas.get_renderer()
+    px = fig.dpi / 72.0                     # display pixels per point
+    xy = ax.transData.transform(np.c_[np.asarray(xs, float), np.asarray(ys, float)])
+    ok = np.isfinite(xy).all(axis=1)
+    frame = ax.get_window_extent(renderer)
+    pad = 2 * px
+    inside = (frame.x0 + pad, frame.y0 + pad, frame.x1 - pad, frame.y1 - pad)
+    r = 4.5 * px                            # a marker's half width (ms=7 -> 3.5 pt, + room)
+    markers = [(x - r, y - r, x + r, y + r) for (x, y), good in zip(xy, ok) if good]
+    segments = [seg for c in ax.collections if isinstance(c, LineCollection)
+                for seg in (c.get_transform().transform(s) for s in c.get_segments())
+                if len(seg) == 2]             # the error bars: better not written over
+    sizes = []
+    for name in names:                      # each label's size, measured once
+        t = ax.text(0, 0, name, fontsize=fontsize)
+        bb = t.get_window_extent(renderer)
+        sizes.append((bb.width, bb.height))
+        t.remove()
+    # crowded points first: they have the fewest free spots
+    near = [int(((np.abs(xy[ok] - xy[i]) < 60 * px).all(axis=1)).sum()) if ok[i] else 0
+            for i in range(len(names))]
+    placed, spots = [], {}
+    gap = 1.5 * px                          # labels keep this far apart
+    for i in sorted(range(len(names)), key=lambda i: (-near[i], i)):
+        if not ok[i]:
+            continue
+        w, h = sizes[i]
+        best = None
+        for k, ring in enumerate(_RINGS):
+            for j, (dx, dy) in enumerate(_DIRECTIONS):
+                ox, oy = dx * ring * px, dy * ring * px
+                x0 = xy[i, 0] + ox - (w if dx < 0 else w / 2 if dx == 0 else 0)
+                y0 = xy[i, 1] + oy - (h if dy < 0 else h / 2 if dy == 0 else 0)
+                box = (x0 - gap, y0 - gap, x0 + w + gap, y0 + h + gap)
+                if not (box[0] >= inside[0] and box[1] >= inside[1]
+                        and box[2] <= inside[2] and box[3] <= inside[3]):
+                    continue
+                hard = (sum(_overlaps(box, b) for b in placed)
+                        + sum(_overlaps(box, m) for m in markers))
+                soft = sum(_crosses(box, seg) for seg in segments)
+                # no overlap first; then crossing few error bars; then near the point
+                cost = (hard, 3 * soft + k, j)
+                if best is None or cost < best[0]:
+                    best = (cost, k, dx, dy, box)
+        if best is None:                    # nothing fits inside: beside the point
+            best = (None, 0, 1, 1, (xy[i, 0], xy[i, 1], xy[i, 0] + w, xy[i, 1] + h))
+        placed.append(best[4])
+        spots[i] = best[1:4]
+    anns = []
+    for i, name in enumerate(names):        # in the order of names: ax.texts
+        k, dx, dy = spots.get(i, (0, 1, 1))
+        arrow = ({"arrowstyle": "-", "color": colors[i], "lw": 0.6, "alpha": 0.7,
+                  "shrinkA": 0, "shrinkB": 4} if k > 0 else None)  # away from it: a leader
+        a = ax.annotate(name, (xs[i], ys[i]), xytext=(dx * _RINGS[k], dy * _RINGS[k]),
+                        textcoords="offset points", fontsize=fontsize, color=colors[i],
+                        ha="right" if dx < 0 else "center" if dx == 0 else "left",
+                        va="top" if dy < 0 else "center" if dy == 0 else "bottom",
+                        arrowprops=arrow, annotation_clip=False,
+                        bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
+                              "alpha": 0.75})
+        a.set_in_layout(False)              # saving does not move the axes under it
+        a.set_visible(bool(ok[i]))          # a point that is not drawn has no label
+        anns.append(a)
+    return anns
 
 
 # --- calibration -----------------------------------------------------------------------

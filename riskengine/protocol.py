@@ -34,7 +34,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-
 __all__ = ["REGISTRY", "Cost", "Example", "Inputs", "Mechanism", "MonteCarlo", "Plan", "Route",
            "RouteResult", "lookup", "mechanism_from_dict", "register"]
 
@@ -245,10 +244,13 @@ class Plan:
     a route that estimates and then runs prepares once, and nothing outlives the call or
     is shared between threads."""
 
-    def __init__(self, release, prior, *, memory: float, progress=None, mcmc=None):
+    def __init__(self, release, prior, *, memory: float, progress=None, mcmc=None,
+                 seconds: float | None = None):
         self.release = release
         self.prior = prior
         self.memory = float(memory)
+        #: the time budget of ``route="auto"`` (None: the resolver's default)
+        self.seconds = seconds
         self.progress = progress
         self.mcmc = mcmc
         self._inputs = None
@@ -265,7 +267,7 @@ class Plan:
         """The same call on other inputs (a route running another on narrower windows):
         the release, prior, budget, settings and progress, nothing prepared yet."""
         out = Plan(self.release, self.prior, memory=self.memory, progress=self.progress,
-                   mcmc=self.mcmc)
+                   mcmc=self.mcmc, seconds=self.seconds)
         out._inputs = Inputs(**makers)
         return out
 
@@ -329,6 +331,19 @@ class Route:
     exact: bool = True
     #: what the route reads and requires (shown by ``rk.routes()``)
     needs: str = ""
+    #: the input whose ``approximation`` (what the mechanism's likelihood leaves out) the
+    #: route's answer inherits (:meth:`approximation`)
+    reads: str = "windows"
+
+    def approximation(self, plan: Plan) -> str:
+        """What the route's posterior of ``plan.release`` approximates, without running it
+        (empty: exact): Monte Carlo, or the approximation of the likelihood input it
+        reads (e.g. the cell key method's product over entries with crossing totals)."""
+        if not self.exact:
+            return "Monte Carlo"
+        if self.reads and self.reads in plan.inputs:
+            return getattr(plan.inputs[self.reads], "approximation", "") or ""
+        return ""
 
     def applies(self, plan: Plan) -> str | None:
         """``None`` when the route can answer ``plan.release`` under ``plan.prior``, else

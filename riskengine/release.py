@@ -253,7 +253,8 @@ class Release:
         if self._hidden_totals():
             # suppressed totals or subtotals: the general check over T x = 0
             sys_ = self.system()
-            check_equations(sys_, self.cell_vector(sys_), what="published cells and totals")
+            check_equations(sys_, self.cell_vector(sys_), what="published cells and totals",
+                            coords=self.coords)
             return
         # totals must agree with each other (for mechanisms that keep the table additive):
         # every two margins summed down to the dims they share give the same totals
@@ -275,7 +276,7 @@ class Release:
             x = self.cell_vector(sys_)
             if self.published is not None and not self.mechanism.additive:
                 x[sys_.blocks[0].slice] = np.nan
-            check_equations(sys_, x, what="published subtotals")
+            check_equations(sys_, x, what="published subtotals", coords=self.coords)
         # ... and with the interior, when the interior is fully published and the
         # mechanism keeps the table additive
         if self.published is None or not self.mechanism.additive:
@@ -289,10 +290,14 @@ class Release:
             diff = np.abs(s - val)
             if np.any(diff > tol):
                 where = tuple(int(i) for i in np.argwhere(np.atleast_1d(diff > tol))[0])
+                at = dict(zip(keep, where))
+                entry = ", ".join(str(self.coords[d][at[d]]) if d in at else "total"
+                                  for d in self.dims)
                 raise ValueError(
-                    f"published table does not add up to margin {keep}: at {where} the cells sum "
-                    f"to {np.atleast_1d(s)[where]} but the margin is {np.atleast_1d(val)[where]} "
-                    f"({self.mechanism.name} releases are additive)")
+                    f"published table does not add up to margin {keep}: at {where} "
+                    f"({entry}) the cells sum to {np.atleast_1d(s)[where]} but the margin is "
+                    f"{np.atleast_1d(val)[where]} ({self.mechanism.name} releases are "
+                    "additive)")
 
     def _hidden_totals(self) -> bool:
         blocks = list(self.margins.values()) + list(self.subtotals.values())

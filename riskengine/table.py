@@ -9,7 +9,19 @@ import xarray as xr
 
 from . import _validate as V
 
-__all__ = ["Table", "aligned", "count_table", "default_margins", "margin_closure", "totals"]
+__all__ = ["TOTAL_LABELS", "Table", "aligned", "count_table", "default_margins",
+           "margin_closure", "totals"]
+
+#: category labels that mark a published total (compared without case): "Total" as
+#: tables are usually published, "All" as ``pandas.crosstab(..., margins=True)`` writes it
+#: (the CSV readers of :mod:`riskengine._io` and :meth:`Table.from_pandas` read them so)
+TOTAL_LABELS = ("total", "totals", "grand total", "all")
+
+
+def _is_total_label(label) -> bool:
+    """``label`` names a published total (:data:`TOTAL_LABELS`, without case or spaces
+    around)."""
+    return isinstance(label, str) and label.strip().lower() in TOTAL_LABELS
 
 
 def default_margins(dims: tuple) -> tuple:
@@ -178,7 +190,16 @@ class Table:
 
         Labels keep pandas' order: a Categorical's categories (unobserved ones too, as
         zero cells for microdata), else the order of first appearance (crosstab: the
-        index and columns as they are).  Every cell of a long form must appear once;
+        index and columns as they are).
+
+        A category labelled as a total (:data:`TOTAL_LABELS`: ``All`` as
+        ``pd.crosstab(..., margins=True)`` writes it, ``Total``, ...) holds published
+        totals, not cells: every block of them (the ``All`` column: the totals keeping
+        the rows; the corner: the grand total) must equal the sum of its cells (else an
+        error naming the total's labels and both numbers) and becomes a published margin
+        of the table (``margins`` left None: exactly those; given: they must agree).  A
+        block of totals is given whole or not at all.  Microdata cannot carry totals: a
+        record labelled as a total is an error.  Every cell of a long form must appear once;
         a missing or repeated cell, a NaN, or a name that is not a column is an error
         naming it.
 
@@ -238,9 +259,17 @@ class Table:
                                  "pass value= for a long DataFrame, dims= for microdata")
             vals = df.to_numpy()
             _no_nan(vals, "the crosstab")
-            return cls(vals, dims=(str(d0), str(d1)),
-                       coords={str(d0): list(df.index), str(d1): list(df.columns)},
-                       margins=margins, kind=kind, name=name)
+            dims2 = (str(d0), str(d1))
+            labels = {dims2[0]: [_plain(x) for x in df.index],
+                      dims2[1]: [_plain(x) for x in df.columns]}
+            split = _split_totals(vals, None, dims2, labels, "the crosstab")
+            if split is None:
+                return cls(vals, dims=dims2, coords=labels, margins=margins, kind=kind,
+                           name=name)
+            vals, labels, found = split
+            return cls(vals, dims=dims2, coords=labels,
+                       margins=_published_margins(found, margins, dims2, "the crosstab"),
+                       kind=kind, name=name)
         cols = [str(c) for c in df.columns]
         if value is not None and value not in cols:
             raise ValueError(f"no value column {value!r}; columns are {cols}")
@@ -253,6 +282,14 @@ class Table:
             raise ValueError(f"column {bad[0]!r} has missing labels (NaN): every record / "
                              "cell needs a category in every dim")
         if value is None:                                       # microdata: count records
+            for d in dims:
+                hit = [lab for lab in _levels(df[d]) if _is_total_label(lab)]
+                if hit:
+                    raise ValueError(
+                        f"column {d!r} has the category {hit[0]!r}, a total label "
+                        f"({', '.join(TOTAL_LABELS)}): microdata records are counted into "
+                        "cells and cannot be published totals; drop the total rows, or "
+                        "rename the category if it is a real one")
             counts = df.groupby(dims, observed=False, sort=False).size()
             full = pd.MultiIndex.from_product([_levels(df[d]) for d in dims], names=dims)
             counts = counts.reindex(full, fill_value=0)
@@ -274,15 +311,23 @@ class Table:
             k = np.unravel_index(int(np.argmax(seen > 1)), shape)
             raise ValueError(f"cell {dict(zip(dims, (labels[d][i] for d, i in zip(dims, k))))}"
                              " appears more than once")
+        out = np.full(int(np.prod(shape)), np.nan)
+        out[flat] = vals
+        out = out.reshape(shape)
+        split = _split_totals(out, seen.reshape(shape) > 0, tuple(dims), labels,
+                              "the long form")
+        found = None
+        if split is not None:
+            out, labels, found = split
+            seen = np.ones(out.shape, dtype=np.int64)
         if (seen == 0).any():
             k = np.unravel_index(int(np.argmax(seen == 0)), shape)
             raise ValueError(f"cell {dict(zip(dims, (labels[d][i] for d, i in zip(dims, k))))}"
                              " is missing (a long form needs every combination)")
-        out = np.empty(int(np.prod(shape)))
-        out[flat] = vals
-        out = out.reshape(shape)
         if kind != "magnitude" and np.all(out == np.round(out)):
             out = out.astype(np.int64)
+        if found is not None:
+            margins = _published_margins(found, margins, tuple(dims), "the long form")
         return cls(out, dims=tuple(dims), coords=labels, margins=margins, kind=kind,
                    name=name)
 
@@ -414,6 +459,107 @@ def _levels(col) -> list:
 
 def _plain(x):
     return x.item() if isinstance(x, np.generic) else x
+
+
+def total_positions(dims, labels, where: str) -> dict:
+    """``{dim: position of its total category}`` (:data:`TOTAL_LABELS`), for the dims
+    that have one; more than one total category in a dim is an error naming them."""
+    total = {}
+    for d in dims:
+        at = [i for i, lab in enumerate(labels[d]) if _is_total_label(lab)]
+        if len(at) > 1:
+            raise ValueError(f"{where}: dim {d!r} has {len(at)} total categories "
+                             f"{[labels[d][i] for i in at]}; one is the total, the others "
+                             "would be dropped")
+        if at:
+            total[d] = at[0]
+    return total
+
+
+def _split_totals(grid, present, dims, labels, where: str):
+    """Split a grid whose categories include total labels (:data:`TOTAL_LABELS`) into its
+    cells and its published totals: ``(cells, labels without the totals, [dims kept by
+    each block of totals])``, each block checked against the sum of its cells; None when
+    no category is a total.  ``present``: which entries the source gave (a long form may
+    leave a whole block of totals out; None: every entry)."""
+    dims = tuple(dims)
+    total = total_positions(dims, labels, where)
+    if not total:
+        return None
+    for d in total:
+        if len(labels[d]) == 1:
+            raise ValueError(f"{where}: dim {d!r} holds only the total "
+                             f"{labels[d][total[d]]!r}, no category of cells")
+    grid = np.asarray(grid)
+    present = np.ones(grid.shape, bool) if present is None else np.asarray(present, bool)
+    inner = {d: [i for i in range(len(labels[d])) if total.get(d) != i] for d in dims}
+    coords = {d: [labels[d][i] for i in inner[d]] for d in dims}
+    cells = grid[np.ix_(*(inner[d] for d in dims))]
+    have = present[np.ix_(*(inner[d] for d in dims))]
+    if not have.all():
+        k = tuple(int(i) for i in np.argwhere(~have)[0])
+        raise ValueError(f"{where}: cell {dict(zip(dims, (coords[d][i] for d, i in zip(dims, k))))}"
+                         " is missing (a long form needs every combination)")
+    found = []
+    tdims = [d for d in dims if d in total]
+    for r in range(1, len(tdims) + 1):
+        for summed in combinations(tdims, r):
+            keep = tuple(d for d in dims if d not in summed)
+            idx = np.ix_(*([total[d]] if d in summed else inner[d] for d in dims))
+            axes = tuple(i for i, d in enumerate(dims) if d in summed)
+            block = grid[idx].sum(axis=axes)     # one entry along each summed axis
+            given = present[idx].all(axis=axes)
+            over = ", ".join(repr(d) for d in summed)
+            if not given.any():
+                continue                          # this block is not published
+            if not given.all():
+                k = tuple(int(i) for i in np.argwhere(~given)[0])
+                raise ValueError(
+                    f"{where}: the totals over {over} are given for some categories but not "
+                    f"for {_entry_label(dims, summed, total, labels, coords, keep, k)}: a "
+                    "block of totals is published whole or not at all")
+            sums = cells.sum(axis=axes)
+            diff = np.abs(np.asarray(sums, float) - np.asarray(block, float))
+            tol = 1e-9 * max(float(np.max(np.abs(block), initial=0.0)), 1.0) * \
+                max(1, int(np.prod([cells.shape[a] for a in axes])))
+            if np.any(diff > tol):
+                k = tuple(int(i) for i in np.argwhere(np.atleast_1d(diff > tol))[0])[:len(keep)]
+                at = k if keep else ()
+                entry = _entry_label(dims, summed, total, labels, coords, keep, k)
+                raise ValueError(
+                    f"{where}: the total {entry} is {_num(np.asarray(block)[at])} but the "
+                    f"cells it sums (over {over}) add up to {_num(np.asarray(sums)[at])}: a "
+                    "total row or column "
+                    f"({', '.join(repr(labels[d][total[d]]) for d in summed)}) must be the sum "
+                    "of its cells")
+            found.append(keep)
+    return cells, coords, found
+
+
+def _entry_label(dims, summed, total, labels, coords, keep, k) -> str:
+    """The labels of one total entry, e.g. ``('F', 'All')``."""
+    pos = dict(zip(keep, k))
+    return "(" + ", ".join(str(labels[d][total[d]]) if d in summed else str(coords[d][pos[d]])
+                           for d in dims) + ")"
+
+
+def _num(x) -> str:
+    x = float(x)
+    return str(int(x)) if x.is_integer() else f"{x:.10g}"
+
+
+def _published_margins(found, margins, dims, where: str):
+    """The table's margins when its source held totals ``found``: those, or ``margins``
+    when it says the same."""
+    have = margin_closure(found, dims)
+    if margins is None:
+        return found
+    want = margin_closure(margins, dims)
+    if want != have:
+        raise ValueError(f"{where} holds the totals {list(have)} (its total rows/columns) but "
+                         f"margins={list(margins)} publishes {list(want)}: leave margins=None "
+                         "to publish the totals it holds")
+    return margins
 
 
 def _no_nan(vals, what: str) -> None:

@@ -227,18 +227,53 @@ class TabularSystem:
                      if b.grouped is not None}
         return parts[(self.dims, None)], margins, subtotals
 
-    def labels(self) -> list:
-        """A readable label per variable: ``interior[1, 2]``, ``total(v)[0]``, ...
+    def labels(self, coords: dict | None = None) -> list:
+        """A readable label per variable: by position, ``interior[1, 2]``,
+        ``total(v)[0]``, ...; with the table's ``coords``, by its categories:
+        ``(North West, 85+)`` for a cell, ``(North West, total)`` for the total of a row
+        (a dim summed over is ``total``), ``(group North West + North East, 85+)`` for a
+        subtotal.
+
+        Parameters
+        ----------
+        coords : dict, optional
+            ``{dim: categories}`` of the interior (``Table.coords``); None, or every
+            dim's categories ``0 .. n-1`` (no labels given): by position.
 
         Returns
         -------
         list of str
             ``n_var`` labels, in the order of the cell vector.
+
+        Examples
+        --------
+        >>> s = tabular_system(("region", "age"), (2, 2))
+        >>> s.labels()[1], s.labels()[7]
+        ('interior[0, 1]', 'total(age)[1]')
+        >>> lab = s.labels({"region": ["North", "South"], "age": ["0-64", "65+"]})
+        >>> lab[1], lab[4], lab[7], lab[-1]
+        ('(North, 65+)', '(North, total)', '(total, 65+)', '(total, total)')
         """
+        named = coords is not None and any(
+            list(coords.get(d, range(n))) != list(range(n)) for d, n in zip(self.dims, self.shape))
         out = []
         for b in self.blocks:
             for idx in np.ndindex(*b.shape):
-                out.append(f"{b.label}[{', '.join(map(str, idx))}]")
+                if not named:
+                    out.append(f"{b.label}[{', '.join(map(str, idx))}]")
+                    continue
+                at = dict(zip(b.keep, idx))
+                parts = []
+                for d, n in zip(self.dims, self.shape):
+                    labs = list(coords.get(d, range(n)))
+                    if d not in at:
+                        parts.append("total")
+                    elif d == b.grouped:
+                        parts.append("group " + " + ".join(
+                            str(labs[i]) for i in self.groups[d][at[d]]))
+                    else:
+                        parts.append(str(labs[at[d]]))
+                out.append("(" + ", ".join(parts) + ")")
         return out
 
     def _aggregate(self, v: np.ndarray, b: Block) -> np.ndarray:
@@ -413,7 +448,7 @@ def equation_tol(system: TabularSystem, x) -> float:
 
 
 def check_equations(system: TabularSystem, x, tol: float | None = None,
-                    what: str = "published values") -> None:
+                    what: str = "published values", coords: dict | None = None) -> None:
     """Raise ``ValueError`` unless the known cells of ``x`` (NaN = unknown) can be completed
     to a table: every equation with no unknown cell holds, and where the unknown cells of
     an equation all enter with the same sign, the known part leaves them a nonnegative sum
@@ -430,6 +465,9 @@ def check_equations(system: TabularSystem, x, tol: float | None = None,
         The tolerance (default: :func:`equation_tol` of ``system`` and ``x``).
     what : str, default "published values"
         What ``x`` holds, for the message.
+    coords : dict, optional
+        The table's categories (``{dim: labels}``): the message names cells by them
+        (:meth:`TabularSystem.labels`); None: by position.
 
     Raises
     ------
@@ -464,7 +502,7 @@ def check_equations(system: TabularSystem, x, tol: float | None = None,
           ((n_neg == 0) & (n_pos > 0) & (s > tol))
     if bad.any():
         r = int(np.argmax(bad))
-        labels = system.labels()
+        labels = system.labels(coords)
         cols = A.indices[A.indptr[r]:A.indptr[r + 1]]
         coef = A.data[A.indptr[r]:A.indptr[r + 1]]
         terms = " ".join(f"{'+' if c > 0 else '-'} {labels[j]}" for c, j in zip(coef, cols))

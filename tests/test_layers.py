@@ -27,7 +27,7 @@ CORE = {"_validate", "table", "tabular", "priors", "release", "release_set", "_p
         "statistics", "_arviz"}
 # report is a package (riskengine/report/): every module of it is L4
 USES = {"cli", "_config", "_compare", "_simulate", "measures", "_analyze", "report", "plots",
-        "_verdict"}
+        "_verdict", "_policy"}
 
 
 def module_name(path: Path) -> str:

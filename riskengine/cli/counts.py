@@ -10,8 +10,10 @@ from .output import (
     Progress,
     bundled,
     cli_hints,
+    count_text,
     diagnostics_text,
     fmt_cell,
+    log_text,
     maybe_report,
     out_dir,
     remove_report,
@@ -22,6 +24,7 @@ from .releases import (
     csv_path,
     load_release,
     param,
+    protect_groups,
     protect_inputs,
     save_release,
     tidy_release,
@@ -33,7 +36,6 @@ def risk_report(post, rel, ds, level: float) -> str:
     the evidence (``ds``: the posterior's summary, ``post.to_dataset(truth, level)``)."""
     import numpy as np
 
-    from .._posterior import _count_text
     truth = ds.get("true")
     dims = post.dims
     header = ["cell", "published", "mode", "P(mode)", "P(true)" if truth is not None else None,
@@ -54,9 +56,10 @@ def risk_report(post, rel, ds, level: float) -> str:
     out.append(f"mechanism: {rel.mechanism.describe()}")
     out.append(f"prior: {post.attrs.get('prior')}    route: {post.attrs.get('route')}")
     out.append("candidate original tables: " + (
-        _count_text(post.n_candidates) if post.n_candidates is not None
+        count_text(post.n_candidates) if post.n_candidates is not None
         else post.attrs.get("n_candidates_note", "unknown")))
-    out.append("log evidence: " + (f"{post.log_evidence:.6f}" if np.isfinite(post.log_evidence)
+    out.append("log evidence: " + (log_text(post.log_evidence)
+                                   if np.isfinite(post.log_evidence)
                                    else "not computed by this route"))
     if post.diagnostics is not None:
         out.append(diagnostics_text(post))
@@ -97,20 +100,23 @@ def release_and_truth(args, command: str) -> tuple:
 
 
 def parse_groups(specs) -> dict:
-    """``["region:North=N1,N2", ...]`` -> ``{"region": {"North": ["N1", "N2"]}}``."""
+    """``["region:North=N1,N2", ...]`` -> ``{"region": {"North": ["N1", "N2"]}}``; a
+    label that is an integer is read as one, as the table readers read labels
+    (``--group r:1=11,12`` matches the categories 1, 11 and 12 of a CSV)."""
+    from .._io import _label
     out: dict = {}
     for spec in specs:
         dim, sep, rest = spec.partition(":")
         label, eq, members = rest.partition("=")
-        parts = [m.strip() for m in members.split(",") if m.strip()]
+        parts = [_label(m) for m in members.split(",") if m.strip()]
         if not sep or not eq or not dim.strip() or not label.strip() or not parts:
-            raise ValueError(f"--group {spec!r}: expected DIM:LABEL=A,B (e.g. "
-                             "region:North=N1,N2)")
+            raise ValueError(f"--group {spec!r}: expected DIM:LABEL=A,B (the dim, the coarse "
+                             "category, its finer categories; e.g. region:North=N1,N2)")
         groups = out.setdefault(dim.strip(), {})
-        if label.strip() in groups:
+        if _label(label) in groups:
             raise ValueError(f"--group {spec!r}: {label.strip()!r} of {dim.strip()!r} is "
                              "grouped twice")
-        groups[label.strip()] = parts
+        groups[_label(label)] = parts
     return out
 
 
@@ -123,9 +129,67 @@ def _audit_instead(rel) -> bool:
     return audits(rel)
 
 
+def assess_policy(args):
+    """The verdict's policy: ``--policy FILE`` (TOML), then ``--cells``, ``--baseline``,
+    ``--threshold`` and ``--max-expected`` over it (default: ``rk.Policy()``)."""
+    from .._policy import Policy
+    pol = Policy.from_toml(args.policy) if getattr(args, "policy", None) else Policy()
+    changes = {"cells": getattr(args, "cells", None),
+               "threshold": getattr(args, "threshold", None),
+               "max_expected": getattr(args, "max_expected", None)}
+    base = getattr(args, "baseline", None)
+    try:
+        pol = pol.with_(**changes)
+        if base is not None:
+            from dataclasses import replace
+            pol = replace(pol, baseline=None if base == "none" else base)
+    except ValueError as exc:
+        raise ValueError(f"--policy / options: {exc}") from None
+    return pol
+
+
+def provenance(args, rel, seed=None) -> dict:
+    """Where a result came from: date, version, input files and their SHA-256, the
+    release's hash, the seed (``provenance_*`` attrs of the result file)."""
+    import datetime
+    import hashlib
+
+    from .._version import __version__
+    files = []
+    for name in ("release", "truth", "policy"):
+        path = getattr(args, name, None)
+        if path:
+            digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+            files.append(f"{name} {path} sha256:{digest[:16]}")
+    for path in getattr(args, "also", None) or ():
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        files.append(f"also {path} sha256:{digest[:16]}")
+    if getattr(args, "release", None) is None:
+        files.append("release: the bundled example (seed 003)")
+    try:
+        rhash = hashlib.sha256(rel.to_json().encode()).hexdigest()[:16]
+    except (AttributeError, TypeError, ValueError):
+        rhash = "n/a (a release set: see its files)"
+    return {"provenance_date": datetime.datetime.now(datetime.UTC).strftime(
+                "%Y-%m-%d %H:%M:%S UTC"),
+            "provenance_version": f"riskengine {__version__}",
+            "provenance_inputs": "; ".join(files),
+            "provenance_release_sha256": rhash,
+            "provenance_seed": "none (an exact route)" if seed is None else str(seed)}
+
+
+def _route_line(post) -> str | None:
+    """The route ``auto`` passed over, in words (None when it took the first)."""
+    why = post.attrs.get("route_reason", "")
+    if "passed over:" in why:
+        return f"route {post.attrs.get('route')}: {why}"
+    return None
+
+
 def cmd_assess(args) -> int:
     from .. import priors
     from .._io import atomic_write_netcdf
+    from .._verdict import UNDECIDED, annotate, verdict
     from ..inference.resolve import posterior
     rel, truth = release_and_truth(args, "assess")
     if _audit_instead(rel):             # magnitude releases: the audit is the answer
@@ -133,15 +197,45 @@ def cmd_assess(args) -> int:
     if truth is not None and truth.shape != rel.shape:
         raise ValueError(f"truth table has shape {truth.shape}, the release {rel.shape}")
     prior = priors.parse(args.prior)
+    policy = assess_policy(args)
+    seconds = getattr(args, "time", None)
     prog = Progress("posterior")
     try:
-        post = posterior(rel, prior, route=args.route, progress=prog, memory=args.memory)
+        post = posterior(rel, prior, route=args.route, progress=prog, memory=args.memory,
+                         time=seconds)
     finally:
         prog.close()
+    line = _route_line(post)
+    if line:
+        print(line, file=sys.stderr)
+    prog = Progress("baseline: the posterior of the totals alone")
+    try:
+        v = verdict(post, truth, level=args.level, policy=policy, progress=prog)
+    finally:
+        prog.close()
+    rounds = 0
+    while (getattr(args, "until_decided", False) and v.status == UNDECIDED
+           and post.diagnostics is not None and rounds < 3):
+        from ..protocol import MonteCarlo
+        rounds += 1
+        draws = int(post.diagnostics.attrs.get("draws", 1000)) * 4
+        print(f"riskengine assess: undecided within Monte Carlo error: running again with "
+              f"{draws} draws per chain (round {rounds} of at most 3)", file=sys.stderr)
+        prog = Progress("posterior")
+        try:
+            post = posterior(rel, prior, route=post.attrs["route"], progress=prog,
+                             memory=args.memory, mcmc=MonteCarlo(draws=draws))
+        finally:
+            prog.close()
+        prog = Progress("baseline: the posterior of the totals alone")
+        try:
+            v = verdict(post, truth, level=args.level, policy=policy, progress=prog)
+        finally:
+            prog.close()
     ds = post.to_dataset(truth, args.level)     # the summary, computed once
+    if "mcse_prob_exact" not in ds and truth is not None and post.chains is not None:
+        ds["mcse_prob_exact"] = post.summary(truth, args.level)["mcse_prob_exact"]
     print(risk_report(post, rel, ds, args.level))
-    from .._verdict import verdict
-    v = verdict(ds, threshold=args.threshold, max_expected=args.max_expected)
     print("\n".join(v.lines()))
     if args.strict and post.diagnostics is not None and not post.attrs.get("converged"):
         print("riskengine assess: --strict: the Monte Carlo posterior has not converged "
@@ -149,9 +243,11 @@ def cmd_assess(args) -> int:
         return 3
     out = out_dir(args.out)
     path = out / "posterior.nc"
-    ds.attrs["threshold"] = args.threshold
-    if args.max_expected is not None:
-        ds.attrs["max_expected"] = args.max_expected
+    annotate(ds, v)
+    seed = None if post.diagnostics is None else (
+        args.seed if getattr(args, "seed", None) is not None else "default (fixed by the "
+        "release, prior and settings)")
+    ds.attrs.update(provenance(args, rel, seed))
     from ..report import describe_release
     ds.attrs["release"] = "; ".join(f"{k}: {v}" for k, v in describe_release(rel).items())
     atomic_write_netcdf(ds, path)
@@ -159,14 +255,13 @@ def cmd_assess(args) -> int:
     if args.report:
         sys.stdout.flush()  # the text report is out before the plots are drawn
         from ..report import write_report
-        html = write_report(post, out, release=rel, truth=truth, level=args.level,
-                            threshold=args.threshold, max_expected=args.max_expected)
+        html = write_report(ds, out, release=rel)
         print(f"report written to {html}")
     else:
         remove_report(out, "assess")
     if args.strict and not v.passed:
-        print(f"riskengine assess: --strict: the verdict is FAIL ({'; '.join(v.reasons)})",
-              file=sys.stderr)
+        print(f"riskengine assess: --strict: the verdict is {v.label} "
+              f"({'; '.join(v.reasons)})", file=sys.stderr)
         return 3
     return 0
 
@@ -247,18 +342,21 @@ def _protect_input(key: str, value, table):
 def cmd_protect(args) -> int:
     import numpy as np
 
-    from .._io import read_table
+    from .._io import read_original
     from ..protocol import lookup
     if args.out:
         csv_path(args.out)              # a bad --out is refused before the work
-    table = read_table(args.table)
+    # an agency's table may carry its totals (a Total row / column / category): checked
+    # against the cells, then the interior is protected (the mechanism publishes its own)
+    table = read_original(args.table)
     params = dict(param(p) for p in args.param or ())
     params.update({k: getattr(args, k) for k in _LEGACY if getattr(args, k) is not None})
     try:
         inputs = protect_inputs(lookup(args.mechanism))
     except ValueError:                  # an unknown name: build_mechanism says so
         inputs = {}
-    kw = {k: _protect_input(k, params.pop(k), table) for k in list(params) if k in inputs}
+    kw = {k: protect_groups(params.pop(k), table) if k == "groups"
+          else _protect_input(k, params.pop(k), table) for k in list(params) if k in inputs}
     mech = build_mechanism(args.mechanism, params, table.shape, table.dims, inputs)
     missing = [k for k, required in inputs.items() if required and k not in kw]
     if missing:
@@ -268,7 +366,11 @@ def cmd_protect(args) -> int:
                          + " (the table's layout; or a JSON array or a number); optional: "
                          + (", ".join(k for k, r in inputs.items() if not r) or "none"))
     rel = tidy_release(mech.protect(table, np.random.default_rng(args.seed), **kw))
-    if args.out:
+    if args.out and rel.groups:         # subtotals are no row or column of a CSV table
+        rel.save(args.out)
+        print(f"release written to {args.out} (with subtotal groups: no published CSV "
+              "beside it; assess / count / audit read the JSON)")
+    elif args.out:
         js, table_csv = save_release(rel, args.out)
         print(f"release written to {js} (the published table: {table_csv})")
     else:
@@ -295,8 +397,14 @@ def cmd_count(args) -> int:
                              + (applies(rel) or f"this prior is {prior!r}"))
         print(estimate_count(rel, n=args.sis))
         return 0
+    prog = Progress("count")
     try:
-        print(count_candidates(rel, prior, route=args.route, memory=args.memory))
+        try:
+            n = count_candidates(rel, prior, route=args.route, memory=args.memory,
+                                 progress=prog, time=getattr(args, "time", None))
+        finally:
+            prog.close()
+        print(n)
     except ValueError as e:
         if not (sis_fits and "memory budget" in str(e) and args.route == "auto"):
             raise

@@ -11,7 +11,7 @@ from .output import cli_hints
 from .parser import build_parser
 
 #: arguments that name an input file: checked before the library loads (a fast answer)
-_INPUT_FILES = ("release", "truth", "table", "config", "results", "microdata")
+_INPUT_FILES = ("release", "truth", "table", "config", "results", "microdata", "policy")
 
 
 def _check_inputs(args) -> None:

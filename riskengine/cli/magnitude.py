@@ -1,5 +1,6 @@
 """The magnitude-table commands: ``suppress`` (microdata -> sensitive cells ->
-complementary suppression -> release) and ``audit`` (what an intruder can derive from a
+complementary suppression -> release; or a count table and the threshold rule,
+``--rule freq:N``) and ``audit`` (what an intruder can derive from a
 suppressed or adjusted release; with the microdata, whether each sensitive cell is
 protected)."""
 
@@ -9,7 +10,7 @@ import sys
 
 from .output import maybe_report, out_dir, text_table
 from .releases import csv_path, load_release, save_release, tidy_release
-from .rules import rule_spec, sensitivity_rule
+from .rules import is_frequency, rule_spec, sensitivity_rule
 
 
 def _read_microdata(path, dims, value: str, respondent=None) -> dict:
@@ -56,6 +57,32 @@ class _Auditor:
                      f"rule {self.rule.describe()}")
 
 
+class _CountAuditor:
+    """The agency's view of a count table: the counts and the threshold rule's sensitive
+    cells (``contribs``: the original table, as ``rk.audit`` takes it)."""
+
+    def __init__(self, path, rules):
+        from .._io import read_table
+        from ..magnitude.sensitivity import assess
+        other = [text for *spec, text in rules if not is_frequency(spec)]
+        if other:
+            raise ValueError(f"--rule {other[0]}: a count table has no contributions, only "
+                             "the threshold rule applies to it (--rule freq:N); the p, pq "
+                             "and nk rules need the microdata (--dims and --value)")
+        if len(rules) > 1:
+            raise ValueError("a count table takes one --rule freq:N (got "
+                             f"{', '.join(t for *_, t in rules)})")
+        self.table = read_table(path)
+        if self.table.kind != "count":
+            raise ValueError(f"{path} holds magnitudes (values that are not whole numbers), "
+                             "not counts: the threshold rule counts units; a magnitude table "
+                             "needs its microdata (--dims and --value)")
+        self.rule = sensitivity_rule(rules)
+        self.contribs = self.table
+        self.sens = assess(self.table, self.rule)
+        self.text = f"count table {path}, rule {self.rule.describe()}"
+
+
 def _auditor(args, release):
     """``--microdata`` (with ``--value`` and ``--rule``, defaults from the release's
     record of how ``riskengine suppress`` made it), or None: the intruder's view only."""
@@ -66,6 +93,17 @@ def _auditor(args, release):
         return None
     made = release.info.get("microdata", {})
     value = args.value or made.get("value")
+    if value is None and release.kind == "count":   # the original count table
+        counted = release.info.get("count_table", {})
+        specs = args.rule or [rule_spec(t) for t in counted.get("rules", ())]
+        if not specs:
+            raise ValueError("--microdata with a count table needs --rule freq:N (this "
+                             "release does not record how it was made)")
+        for opt in ("dims", "respondent"):
+            if getattr(args, opt, None):
+                raise ValueError(f"--{opt} describes microdata: give --value too (without "
+                                 "--value, --microdata of a count release is its count table)")
+        return _CountAuditor(args.microdata, specs)
     specs = args.rule or [rule_spec(t) for t in made.get("rules", ())]
     if value is None or not specs:
         raise ValueError("--microdata needs --value COLUMN and --rule (this release does not "
@@ -218,17 +256,39 @@ def cmd_suppress(args) -> int:
     from ..report import audit_verdict, magnitude
     if args.out:
         csv_path(args.out)              # a bad --out is refused before the work
-    aud = _Auditor(args.microdata, args.dims, args.value, args.rule, args.respondent)
-    rel = suppress(aud.contribs, aud.sens, method=args.method, cost=args.cost,
-                   suppress_zeros=args.suppress_zeros, suppress_totals=args.suppress_totals,
-                   time_limit=args.time_limit)
-    rel.info["microdata"] = {"value": args.value, "rules": [t for _, _, t in args.rule],
-                             **({"respondent": args.respondent} if args.respondent else {})}
+    opts = {"method": args.method, "cost": args.cost, "suppress_zeros": args.suppress_zeros,
+            "suppress_totals": args.suppress_totals, "time_limit": args.time_limit}
+    rules = [t for *_, t in args.rule]
+    if args.value is None:              # a count table: the threshold rule counts its cells
+        for opt in ("dims", "respondent"):
+            if getattr(args, opt):
+                raise ValueError(f"--{opt} describes microdata, so the following arguments "
+                                 "are required: --value (without --value, the input is a "
+                                 "count table)")
+        aud = _CountAuditor(args.microdata, args.rule)
+        rel = suppress(aud.table, aud.rule, **opts)
+        rel.info["count_table"] = {"rules": rules}
+        t = aud.table
+        what = (f"riskengine suppress: count table {args.microdata} ("
+                + " x ".join(f"{d} ({n})" for d, n in zip(t.dims, t.shape))
+                + f", {int(t.values.sum())} units); rule {aud.rule.describe()}")
+    else:
+        if not args.dims:
+            raise ValueError("--value names the column of microdata contributions: give "
+                             "--dims too (the columns that classify a contribution)")
+        aud = _Auditor(args.microdata, args.dims, args.value, args.rule, args.respondent)
+        rel = suppress(aud.contribs, aud.sens, **opts)
+        rel.info["microdata"] = {"value": args.value, "rules": rules,
+                                 **({"respondent": args.respondent} if args.respondent
+                                    else {})}
+        t = aud.contribs.table
+        what = (f"riskengine suppress: {aud.n_rows} contributions -> "
+                + " x ".join(f"{d} ({n})" for d, n in zip(t.dims, t.shape))
+                + f" table of {args.value}; rule {aud.rule.describe()}")
     rel = tidy_release(rel)
     ds = _audit_dataset(rel, aud)
     label, lines = audit_verdict(ds)
     i = rel.info
-    t = aud.contribs.table
     n_prim = i["n_sensitive"] + i["n_sensitive_totals"]
     n_sec = i["n_complementary"] + i["n_totals_suppressed"] - i["n_sensitive_totals"]
     cost = (f"{magnitude(i['value_complementary'] + i['value_totals_suppressed'])} (the value "
@@ -236,9 +296,7 @@ def cmd_suppress(args) -> int:
             f"{magnitude(i['value_suppressed'] + i['value_totals_suppressed'])})"
             if args.cost == "value" else f"{n_sec} secondary suppressions")
     summary = [
-        f"riskengine suppress: {aud.n_rows} contributions -> "
-        + " x ".join(f"{d} ({n})" for d, n in zip(t.dims, t.shape))
-        + f" table of {args.value}; rule {aud.rule.describe()}",
+        what,
         f"primary suppressions: {n_prim} (sensitive cells"
         + (f", {i['n_sensitive_totals']} of them totals)" if i["n_sensitive_totals"] else ")"),
         f"secondary suppressions: {n_sec}"

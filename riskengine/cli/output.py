@@ -51,6 +51,35 @@ def text_table(header, rows) -> list:
 
 
 
+def count_text(n) -> str:
+    """A count for people: thousands separators up to 15 digits (``12,345,678``), else
+    scientific with the number of digits (``about 1.23e+27 (28 digits)``); counts too
+    long to write in decimal as :func:`riskengine._posterior._count_text` gives them.
+
+    >>> count_text(37), count_text(1234567), count_text(10 ** 27 + 5)
+    ('37', '1,234,567', 'about 1.00e+27 (28 digits; exact in posterior.nc)')
+    """
+    import math
+    from decimal import Decimal
+    n = int(n)
+    if abs(n) < 10 ** 15:
+        return f"{n:,}"
+    if n.bit_length() >= 13000:         # decimal conversion of huge ints is capped
+        return f"about 10^{(n.bit_length() - 1) * math.log10(2):.1f}"
+    digits = len(str(n))
+    return f"about {Decimal(n):.2e} ({digits} digits; exact in posterior.nc)"
+
+
+def log_text(x: float) -> str:
+    """A log probability for people: six significant digits, and float noise around 0
+    (``1.1e-16``: an evidence of 1 computed in floats) written 0.
+
+    >>> log_text(1.1102230246251565e-16), log_text(-12.345678912), log_text(-3e-5)
+    ('0', '-12.3457', '-3e-05')
+    """
+    return "0" if abs(x) < 1e-12 else f"{x:.6g}"
+
+
 def diagnostics_text(post) -> str:
     """The Monte Carlo route's convergence, in words (R-hat, ESS, MCSE, the verdict)."""
     dg = post.diagnostics
@@ -109,6 +138,8 @@ def cli_hints(msg: str, args) -> str:
         msg = msg.replace("; raise memory= if the machine has more",
                           f"; riskengine {args.command} uses the default memory budget "
                           "(half the available memory)")
+    if hasattr(args, "prior"):
+        msg = msg.replace("Flat(low, high)", "--prior flat:LOW,HIGH")
     if args.command == "suppress":
         msg = msg.replace("suppress_totals=True", "--suppress-totals")
     if hasattr(args, "route"):             # "routes that apply: gibbs, dp" (a named route)

@@ -13,22 +13,78 @@ from .counts import cmd_analyze, cmd_assess, cmd_count, cmd_protect
 from .experiments import cmd_compare, cmd_simulate
 from .magnitude import cmd_audit, cmd_suppress
 from .output import cmd_report
+from .releases import GROUPS_SYNTAX
 from .routes import cmd_routes
 from .rules import RULE_SYNTAX, rule_spec
 from .warmup import cmd_warmup
 
 
-def _level(text: str) -> float:
-    """--level: a credible level in (0, 1]."""
+def _number(option: str, text: str, integer: bool = False):
+    """``text`` as the number ``option`` takes (an int where ``integer``), or the
+    argparse error that names the option."""
+    import math
     try:
-        x = float(text)
+        x = int(text) if integer else float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--level must be a number, got {text!r}") from None
-    if not 0.0 < x <= 1.0:
-        raise argparse.ArgumentTypeError(f"--level must be a probability in (0, 1] (e.g. "
-                                         f"0.95), got {text}")
+        raise argparse.ArgumentTypeError(
+            f"{option} must be {'an integer' if integer else 'a number'}, got {text!r}"
+        ) from None
+    if not integer and not math.isfinite(x):
+        raise argparse.ArgumentTypeError(f"{option} must be a finite number, got {text}")
     return x
 
+
+def _probability(option: str, example: str, zero: bool = False):
+    """A probability in (0, 1] (``zero``: in [0, 1])."""
+    rule = "[0, 1]" if zero else "(0, 1]"
+
+    def check(text: str) -> float:
+        x = _number(option, text)
+        if not (0.0 <= x <= 1.0 if zero else 0.0 < x <= 1.0):
+            raise argparse.ArgumentTypeError(f"{option} must be a probability in {rule} "
+                                             f"(e.g. {example}), got {text}")
+        return x
+    return check
+
+
+def _at_least(option: str, minimum, integer: bool = True, what: str = ""):
+    """A number (an integer where ``integer``) >= ``minimum``."""
+
+    def check(text: str):
+        x = _number(option, text, integer)
+        if x < minimum:
+            kind = "an integer" if integer else "a number"
+            raise argparse.ArgumentTypeError(f"{option} must be {kind} >= {minimum}"
+                                             f"{what}, got {text}")
+        return x
+    return check
+
+
+def _positive(option: str):
+    """A finite number > 0."""
+
+    def check(text: str) -> float:
+        x = _number(option, text)
+        if not x > 0:
+            raise argparse.ArgumentTypeError(f"{option} must be a number > 0, got {text}")
+        return x
+    return check
+
+
+def _memory(text: str) -> str:
+    """--memory: a size the library reads (``8GB``, ``512 MiB``, bytes); kept as given."""
+    from .._budget import budget  # the standard library only: no NumPy loaded
+    try:
+        budget(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--{exc}") from None
+    return text
+
+
+_level = _probability("--level", "0.95")
+_threshold = _probability("--threshold", "0.5")
+_seed = _at_least("--seed", 0, what=" (a random seed)")
+_draws = _at_least("--draws", 1)
 
 
 def _dims_list(text: str) -> tuple:
@@ -74,7 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "posterior is over the finest table")
     a.add_argument("--group", action="append", metavar="DIM:LABEL=A,B",
                    help="with --also: a category of one table that is the union of finer "
-                        "ones of another (repeatable), e.g. --group region:North=N1,N2")
+                        "ones of another (repeatable): DIM the dim, LABEL the coarse "
+                        "category, A,B its finer categories (labels, ',' between them), "
+                        "e.g. --group region:North=N1,N2")
     a.add_argument("--prior", default="uniform",
                    help="uniform | flat:LOW[,HIGH] | poisson:RATE | negbin:MEAN,DISP")
     a.add_argument("--truth", help="original table (CSV or netCDF) for exact-disclosure risk"
@@ -86,14 +144,38 @@ def build_parser() -> argparse.ArgumentParser:
                         "assess.html in the folder is removed)")
     a.add_argument("--route", default="auto",
                    help="inference route (default auto: the first that applies and fits)")
-    a.add_argument("--memory", help="memory budget, e.g. 8GB (default: half the available)")
+    a.add_argument("--memory", type=_memory,
+                   help="memory budget, e.g. 8GB (default: half the available)")
     a.add_argument("--level", type=_level, default=0.95, help="credible level")
-    a.add_argument("--threshold", type=float, default=0.5,
-                   help="the risk policy: FAIL when a cell's Pr(true value) (with --truth; "
-                        "else Pr(best guess)) is >= this (default 0.5)")
-    a.add_argument("--max-expected", type=float, default=None, metavar="K",
-                   help="the policy also FAILs when more than K cells are expected to be "
-                        "exactly disclosed")
+    a.add_argument("--time", type=_positive("--time"), default=None,
+                   metavar="SECONDS",
+                   help="time budget of --route auto (default 120): an exact route "
+                        "estimated longer is passed over, with its estimate, for the next "
+                        "one (Monte Carlo last)")
+    a.add_argument("--policy", metavar="FILE",
+                   help="the verdict's policy, a TOML file ([policy]: cells, small, zeros, "
+                        "declared, measure, threshold, baseline, gain, max_expected, "
+                        "mc_sigmas); the options below override it; default: sensitive "
+                        "cells (counts 1-2), Pr(true value) >= 0.5 above what the totals "
+                        "alone give (README: the verdict)")
+    a.add_argument("--cells", choices=("sensitive", "all", "hidden"), default=None,
+                   help="the cells the verdict judges (default sensitive: counts 1-2 and "
+                        "declared cells; hidden: the cells the release hides)")
+    a.add_argument("--baseline", choices=("margins", "none"), default=None,
+                   help="judge the release against what its totals alone disclose "
+                        "(margins, the default) or not (none)")
+    a.add_argument("--threshold", type=_threshold, default=None,
+                   help="the policy's threshold: a judged cell FAILs when its Pr(true "
+                        "value) (with --truth; else Pr(best guess)) is >= this (default "
+                        "0.5)")
+    a.add_argument("--max-expected", type=_at_least("--max-expected", 0, integer=False),
+                   default=None, metavar="K",
+                   help="the policy also FAILs when more than K judged cells are expected "
+                        "to be exactly disclosed")
+    a.add_argument("--until-decided", action="store_true",
+                   help="an UNDECIDED verdict of a Monte Carlo posterior (cells within 2 "
+                        "MCSE of the threshold): run again with 4x the draws, up to 3 "
+                        "times")
     a.add_argument("--strict", action="store_true",
                    help="exit with status 3 when the verdict is FAIL (results still "
                         "written), or when a Monte Carlo posterior has not converged "
@@ -110,18 +192,23 @@ def build_parser() -> argparse.ArgumentParser:
                     help="a mechanism parameter (repeatable), e.g. --param base=5; also "
                          "the inputs a mechanism's protect needs, as a CSV in the table's "
                          "layout or a JSON array (cell_suppression: sensitive, protection; "
-                         "cta: sensitive, protection, capacity)")
+                         "cta: sensitive, protection, capacity); groups= (cell_suppression: "
+                         "one level of subtotals, published with the release): "
+                         + GROUPS_SYNTAX + ", e.g. --param 'groups=region:N1,N2;S1,S2'")
     pr.add_argument("--design", help="cyclic: diagonal (square, default) | staircase (n x m) | "
                     "seed003_three_way (4 x 4 x 3)")
-    pr.add_argument("--alpha", type=float, help="cyclic: probability of adding (default 0.25)")
-    pr.add_argument("--beta", type=float, help="cyclic: probability of subtracting "
+    pr.add_argument("--alpha", type=_probability("--alpha", "0.25", zero=True),
+                    help="cyclic: probability of adding (default 0.25)")
+    pr.add_argument("--beta", type=_probability("--beta", "0.25", zero=True),
+                    help="cyclic: probability of subtracting "
                     "(default 0.25)")
     pr.add_argument("--rule", help="cyclic: negative (default) | any_zero")
-    pr.add_argument("--base", type=int, help="rounding base")
+    pr.add_argument("--base", type=_at_least("--base", 2), help="rounding base")
     pr.add_argument("--method", help="rounding: unbiased (default) | optimal")
     pr.add_argument("--likelihood",
                     help="rounding likelihood for inference: feasible (default) | unbiased")
-    pr.add_argument("--seed", type=int, default=None, help="random seed (same seed, same release)")
+    pr.add_argument("--seed", type=_seed, default=None,
+                    help="random seed (same seed, same release)")
     pr.add_argument("--out", help="release JSON path (default: stdout); the published "
                     "table is written beside it as CSV (same name, .csv), as a board "
                     "receives it: assess / count / analyze / audit read either")
@@ -132,8 +219,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--prior", default="uniform",
                    help="count only tables this prior allows (e.g. flat:1: every cell >= 1)")
     c.add_argument("--route", default="auto", help="inference route (default auto)")
-    c.add_argument("--memory", help="memory budget, e.g. 8GB (default: half the available)")
-    c.add_argument("--sis", type=int, metavar="N",
+    c.add_argument("--time", type=_positive("--time"), default=None,
+                   metavar="SECONDS",
+                   help="time budget of --route auto (default 120): a route estimated "
+                        "longer is passed over for the next one")
+    c.add_argument("--memory", type=_memory,
+                   help="memory budget, e.g. 8GB (default: half the available)")
+    c.add_argument("--sis", type=_at_least("--sis", 1), metavar="N",
                    help="estimate the count from N sequential importance samples instead "
                         "(margins-only 2-D releases; also the fallback, with 10,000, when "
                         "the exact count does not fit the memory budget)")
@@ -151,13 +243,14 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("--prior", default="uniform",
                     help="the user's prior: uniform | flat:LOW[,HIGH] | poisson:RATE | "
                          "negbin:MEAN,DISP")
-    an.add_argument("--draws", type=int, default=4000, help="tables drawn (default 4000)")
-    an.add_argument("--seed", type=int, default=None, help="random seed of the draws")
+    an.add_argument("--draws", type=_draws, default=4000, help="tables drawn (default 4000)")
+    an.add_argument("--seed", type=_seed, default=None, help="random seed of the draws")
     an.add_argument("--truth", help="original table (CSV or netCDF): true values and their "
                     "posterior quantiles")
     an.add_argument("--level", type=_level, default=0.94, help="HDI probability (default 0.94)")
     an.add_argument("--route", default="auto", help="inference route (default auto)")
-    an.add_argument("--memory", help="memory budget, e.g. 8GB (default: half the available)")
+    an.add_argument("--memory", type=_memory,
+                    help="memory budget, e.g. 8GB (default: half the available)")
     an.add_argument("--out", default="riskengine-out/analyze",
                     help="output folder (analysis.nc, analyze.html + PNGs)")
     an.add_argument("--no-report", dest="report", action="store_false",
@@ -172,9 +265,10 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("config", nargs="?", help="TOML config (default: bundled compare_example)")
     cp.add_argument("--out", default="riskengine-out",
                     help="output folder (compare.nc, compare.html + PNGs)")
-    cp.add_argument("--draws", type=int, help="override the config's draws")
-    cp.add_argument("--seed", type=int, help="override the config's seed")
-    cp.add_argument("--memory", help="memory budget of each posterior, e.g. 8GB (default: "
+    cp.add_argument("--draws", type=_draws, help="override the config's draws")
+    cp.add_argument("--seed", type=_seed, help="override the config's seed")
+    cp.add_argument("--memory", type=_memory, help="memory budget of each posterior, "
+                    "e.g. 8GB (default: "
                     "half the available)")
     cp.add_argument("--no-report", dest="report", action="store_false",
                     help="write the netCDF only, no HTML report and plots (an earlier "
@@ -184,10 +278,11 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("config", nargs="?", help="TOML config (default: bundled simulate_example)")
     sm.add_argument("--out", default="riskengine-out",
                     help="output folder (simulate.nc, simulate.html + PNGs)")
-    sm.add_argument("--n-tables", type=int, help="override the config's n_tables")
+    sm.add_argument("--n-tables", type=_at_least("--n-tables", 1), help="override the config's n_tables")
     sm.add_argument("--scheduler", help="serial | dask | tcp://host:port (overrides config)")
-    sm.add_argument("--seed", type=int, help="override the config's seed")
-    sm.add_argument("--memory", help="memory budget of each posterior, e.g. 8GB (default: "
+    sm.add_argument("--seed", type=_seed, help="override the config's seed")
+    sm.add_argument("--memory", type=_memory, help="memory budget of each posterior, "
+                    "e.g. 8GB (default: "
                     "half the available)")
     sm.add_argument("--no-report", dest="report", action="store_false",
                     help="write the netCDF only, no HTML report and plots (an earlier "
@@ -209,14 +304,18 @@ def build_parser() -> argparse.ArgumentParser:
         "one of them, audit the pattern by linear programming and write the release. "
         "Rule syntax (--rule, repeatable): " + RULE_SYNTAX + ".")
     su.add_argument("microdata", help="CSV, one row per contribution: the --dims columns "
-                    "and the --value column")
-    su.add_argument("--dims", type=_dims_list, required=True, metavar="COL,COL",
-                    help="the columns that classify a contribution, e.g. region,industry")
-    su.add_argument("--value", required=True, metavar="COL",
-                    help="the column of contributions (nonnegative numbers), e.g. turnover")
+                    "and the --value column; without --value, a table of counts (long or "
+                    "wide CSV, or netCDF, as riskengine protect reads it), --rule freq:N")
+    su.add_argument("--dims", type=_dims_list, metavar="COL,COL",
+                    help="the columns that classify a contribution, e.g. region,industry "
+                    "(microdata: required)")
+    su.add_argument("--value", metavar="COL",
+                    help="the column of contributions (nonnegative numbers), e.g. turnover "
+                    "(microdata: required; without it MICRODATA is a count table)")
     su.add_argument("--rule", type=rule_spec, action="append", required=True,
                     metavar="RULE", help="sensitivity rule, repeatable: p:P | pq:P,Q | nk:N,K "
-                    "(e.g. --rule p:15 --rule nk:3,80)")
+                    "| freq:N[,R][,zeros] (e.g. --rule p:15 --rule nk:3,80; a count table: "
+                    "--rule freq:3)")
     su.add_argument("--respondent", metavar="COL", help="a respondent id column: one "
                     "respondent's contributions to a cell are added up first")
     su.add_argument("--method", default="heuristic", choices=("heuristic", "optimal"),
@@ -226,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     su.add_argument("--cost", default="value", choices=("value", "count"),
                     help="minimise the total value (default) or the number of secondary "
                          "suppressions")
-    su.add_argument("--time-limit", type=float, metavar="SECONDS",
+    su.add_argument("--time-limit", type=_positive("--time-limit"), metavar="SECONDS",
                     help="--method optimal: stop at this time with the best pattern found")
     su.add_argument("--suppress-zeros", action="store_true",
                     help="allow zero cells as secondary suppressions")

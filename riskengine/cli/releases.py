@@ -125,3 +125,58 @@ def save_release(rel, out) -> tuple:
     write_published(rel, table)      # first: a release with no CSV form writes nothing
     rel.save(out)
     return Path(out), table
+
+
+#: the syntax of ``--param groups=`` (protect's subtotal groups), as the help gives it
+GROUPS_SYNTAX = ("DIM:A,B;C (one dim: ';' between the groups, ',' between their "
+                 "categories; quote it for the shell), or JSON for several dims, "
+                 "'{\"DIM\": [[\"A\", \"B\"], [\"C\"]]}' (categories by label, or by "
+                 "0-based position as integers)")
+
+
+def protect_groups(value, table, where: str = "--param groups") -> dict:
+    """``--param groups=...`` (:data:`GROUPS_SYNTAX`) as the mechanisms take it:
+    ``{dim: [[category positions], ...]}``, each group checked against the table's
+    labels; every category in exactly one group."""
+    if isinstance(value, str):
+        dim, sep, rest = value.partition(":")
+        parts = [[m.strip() for m in g.split(",") if m.strip()] for g in rest.split(";")]
+        if not sep or not dim.strip() or not parts or not all(parts):
+            raise ValueError(f"{where}={value}: expected {GROUPS_SYNTAX}")
+        value = {dim.strip(): parts}
+    if not isinstance(value, dict) or not value:
+        raise ValueError(f"{where}={json.dumps(value)}: expected {GROUPS_SYNTAX}")
+    out = {}
+    for dim, groups in value.items():
+        if dim not in table.dims:
+            raise ValueError(f"{where}: no dim {dim!r}; the table's dims are "
+                             f"{', '.join(table.dims)}")
+        if not isinstance(groups, list) or not groups or not all(
+                isinstance(g, list) and g for g in groups):
+            raise ValueError(f"{where}: the groups of {dim!r} must be a list of nonempty "
+                             f"lists of categories, got {json.dumps(groups)}; expected "
+                             f"{GROUPS_SYNTAX}")
+        labels = [str(c) for c in table.coords[dim]]
+        members = [m for g in groups for m in g]
+        if all(str(m) in labels for m in members):
+            pos = [[labels.index(str(m)) for m in g] for g in groups]
+        elif all(isinstance(m, int) and not isinstance(m, bool) for m in members):
+            bad = [m for m in members if not 0 <= m < len(labels)]
+            if bad:
+                raise ValueError(f"{where}: position {bad[0]} of {dim!r} is not among its "
+                                 f"{len(labels)} categories (0..{len(labels) - 1})")
+            pos = groups
+        else:
+            bad = next(m for m in members if str(m) not in labels)
+            raise ValueError(f"{where}: {dim!r} has no category {bad!r}; its categories: "
+                             f"{', '.join(labels)}")
+        seen = [i for g in pos for i in g]
+        twice = sorted({i for i in seen if seen.count(i) > 1})
+        left = [i for i in range(len(labels)) if i not in seen]
+        if twice or left:
+            what = (f"{labels[twice[0]]!r} is in two groups" if twice else
+                    f"{', '.join(repr(labels[i]) for i in left)} in no group")
+            raise ValueError(f"{where}: the groups of {dim!r} must split its categories "
+                             f"({', '.join(labels)}), each in exactly one group: {what}")
+        out[dim] = pos
+    return out

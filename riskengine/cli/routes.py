@@ -27,7 +27,7 @@ def text(table) -> str:
             if not isinstance(r["route"], str):
                 out.append(f"  {r['needs']}")
                 continue
-            kind = "exact" if _yes(r["exact"]) else "Monte Carlo"
+            kind = r["answer"]
             counts = "counts" if _yes(r["counts"]) else ""
             where = "set " if r["for"] == "release set" else ""
             out.append(f"  {where + r['route']:<{width + 4}} {kind:<11} {counts:<6}  "
@@ -50,7 +50,7 @@ def markdown(table) -> str:
         if not isinstance(r["route"], str):
             lines.append(f"| {name} | {r['for']} | none | | | {cell(r['needs'])} |")
             continue
-        exact = "yes" if _yes(r["exact"]) else "Monte Carlo"
+        exact = "yes" if _yes(r["exact"]) else r["answer"]
         counts = "yes" if _yes(r["counts"]) else ""
         lines.append(f"| {name} | {r['for']} | `{r['route']}` | {exact} | {counts} | "
                      f"{cell(r['needs'])} |")

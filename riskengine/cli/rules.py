@@ -7,13 +7,19 @@ import argparse
 
 #: --rule NAME:NUMBERS -> (rule class of riskengine.magnitude.sensitivity, its parameters);
 #: the library's own names for the rules (Rule.to_dict) are accepted too
-_RULES = {"p": ("PPercent", ("p",)), "pq": ("PQ", ("p", "q")), "nk": ("Dominance", ("n", "k"))}
-_RULE_ALIASES = {"p_percent": "p", "dominance": "nk"}
+_RULES = {"p": ("PPercent", ("p",)), "pq": ("PQ", ("p", "q")), "nk": ("Dominance", ("n", "k")),
+          "freq": ("Frequency", ("n",))}
+_RULE_ALIASES = {"p_percent": "p", "dominance": "nk", "frequency": "freq"}
 RULE_SYNTAX = ("p:P (p-percent rule: the second largest contributor must not estimate the "
                 "largest within P %, e.g. p:15) | pq:P,Q (pq rule: as p:P when every "
                 "contribution is known within Q %, e.g. pq:15,50) | nk:N,K ((n,k)-dominance: "
-                "the N largest must not exceed K % of the cell, e.g. nk:3,80); repeatable: a "
-                "cell is sensitive under any rule and needs the largest protection")
+                "the N largest must not exceed K % of the cell, e.g. nk:3,80) | freq:N[,R]"
+                "[,zeros] (threshold rule: a cell of fewer than N units -- its count, or its "
+                "number of contributors -- is sensitive, e.g. freq:3; R: the safety range, "
+                "the protection in % of the cell value, at least 1, default 10; zeros: empty "
+                "cells are sensitive too, e.g. freq:3,zeros or freq:3,20,zeros); repeatable: a "
+                "cell is sensitive under any rule and needs the largest protection; a count "
+                "table takes freq only")
 
 
 def rule_spec(text: str) -> tuple:
@@ -23,9 +29,11 @@ def rule_spec(text: str) -> tuple:
     name = _RULE_ALIASES.get(name.strip().lower(), name.strip().lower())
     if name not in _RULES:
         raise argparse.ArgumentTypeError(f"unknown rule {text.partition(':')[0]!r} in "
-                                         f"{text!r}; known: p:P, pq:P,Q, nk:N,K")
+                                         f"{text!r}; known: p:P, pq:P,Q, nk:N,K, freq:N[,R][,zeros]")
     cls, params = _RULES[name]
     vals = [v.strip() for v in rest.split(",")] if sep and rest.strip() else []
+    if name == "freq":
+        return cls, _freq_numbers(vals, text), text
     if len(vals) != len(params):
         raise argparse.ArgumentTypeError(
             f"rule {name} takes {len(params)} number{'s' if len(params) > 1 else ''} "
@@ -39,6 +47,35 @@ def rule_spec(text: str) -> tuple:
             raise argparse.ArgumentTypeError(f"rule {text!r}: {p} must be {kind}, got "
                                              f"{v!r}") from None
     return cls, tuple(nums), text
+
+
+def _freq_numbers(vals: list, text: str) -> tuple:
+    """``freq:N[,R][,zeros]`` -> ``(N, zeros, R)`` or ``(N, zeros)``: the positional
+    parameters of ``Frequency(n, zeros, safety_range)``."""
+    zeros = bool(vals) and vals[-1].lower() == "zeros"
+    nums = vals[:-1] if zeros else vals
+    if not 1 <= len(nums) <= 2:
+        raise argparse.ArgumentTypeError(
+            f"rule freq takes freq:N, freq:N,R or either with ',zeros' (N the threshold, R "
+            f"the safety range in %), got {text!r}")
+    try:
+        n = int(nums[0])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"rule {text!r}: n must be an integer, got "
+                                         f"{nums[0]!r}") from None
+    if len(nums) == 1:
+        return n, zeros
+    try:
+        r = float(nums[1])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"rule {text!r}: the safety range R must be a number "
+                                         f"(or 'zeros' last), got {nums[1]!r}") from None
+    return n, zeros, r
+
+
+def is_frequency(spec) -> bool:
+    """A ``--rule`` of the threshold rule (the one rule a count table takes)."""
+    return spec[0] == "Frequency"
 
 
 def sensitivity_rule(specs):

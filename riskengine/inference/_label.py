@@ -5,7 +5,8 @@ Routes compute per-cell windows (first value + probabilities), the log evidence,
 exact count, the totals' windows, draws and diagnostics in plain arrays; :func:`label`
 attaches the release's dims and labels and the attrs every posterior carries, in one
 vocabulary: ``method``, ``prior``, ``mechanism``, ``route``, ``route_reason``;
-``approximation`` for anything that is not the exact posterior; ``converged`` and
+``approximate`` (1/0, on every posterior), with ``approximation`` (what is approximated)
+and ``error`` (how large, where known) for anything that is not the exact posterior; ``converged`` and
 ``diagnostics`` for Monte Carlo routes; ``n_candidates_note`` where nothing was counted.
 Nothing else constructs a ``Posterior`` (``tests/test_layers.py`` checks it).
 """
@@ -28,8 +29,10 @@ def label(release, prior, res, *, route: str, reason: str = "") -> Posterior:
              "mechanism": mech.describe(), "route": route}
     if reason:
         attrs["route_reason"] = reason
+    attrs["approximate"] = int(bool(res.approximation))
     if res.approximation:
         attrs["approximation"] = res.approximation
+        attrs["error"] = _error(res)
     if res.converged is not None:
         attrs["converged"] = int(bool(res.converged))
     attrs.update(res.notes)
@@ -39,7 +42,18 @@ def label(release, prior, res, *, route: str, reason: str = "") -> Posterior:
                      n_candidates=res.n_candidates, log_evidence=res.log_evidence,
                      attrs=attrs, sampler=res.sampler, totals=_totals(release, res),
                      diagnostics=res.diagnostics, chains=res.chains, releases=parts,
-                     mechanism_weights=res.mechanism_weights)
+                     mechanism_weights=res.mechanism_weights, release=release, prior=prior)
+
+
+def _error(res) -> str:
+    """How large the approximation is, in words: a Monte Carlo route's largest MCSE of a
+    cell's probability; an approximate likelihood's error is not bounded by its route."""
+    dg = res.diagnostics
+    if dg is not None and "mcse_max_prob" in dg:
+        return (f"Monte Carlo error: largest MCSE of a cell's Pr(mode) "
+                f"{float(np.max(dg['mcse_max_prob'])):.2g}")
+    return ("not bounded by the route (an approximate likelihood; an exact route where one "
+            "runs measures it)")
 
 
 def totals_of(release, res) -> dict:

@@ -42,6 +42,7 @@ class IndependentCells(Route):
 
     name = "cells"
     needs = "per-cell likelihood windows (cells independent)"
+    reads = "cells"
 
     @staticmethod
     def _logp(plan):

@@ -183,12 +183,13 @@ class Hypergeometric(Route):
     def _count(self, plan):
         """The exact count through ``count_by`` when its estimate fits, else a note."""
         from .resolve import TIME_BUDGET
+        budget = plan.seconds if plan.seconds is not None else TIME_BUDGET
         why = "no counting route given"
         r = self._count_by
         if r is not None and r.applies(plan) is None:
             cost = r.estimate(plan, "count")
             if cost.memory <= plan.memory and not cost.too_long and \
-                    cost.seconds <= TIME_BUDGET:
+                    cost.seconds <= budget:
                 return r.count(plan), {}
             why = (f"counting them by route {r.name!r} was estimated at "
                    f"{cost.seconds:.3g} s and {cost.memory:.3g} bytes ({cost.detail}), "

@@ -293,6 +293,7 @@ class KeyIntegration(Route):
     """
 
     name = "keys"
+    reads = "key_intervals"
     #: counts under the likelihood integrated over the keys (not the entries' product)
     integrates_keys = True
     needs = ("the p-table's key intervals on a grid; a table whose published totals are "

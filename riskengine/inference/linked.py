@@ -280,6 +280,10 @@ class LinkedDP(Route):
     name = "linked-dp"
     needs = "a ReleaseSet whose mechanisms give entry windows (a product over entries)"
 
+    def approximation(self, plan):
+        """The keyed product over tied entries (the cell key method's sums), else exact."""
+        return _KEYED if model_of(plan).keyed_sums else ""
+
     def applies(self, plan):
         release = plan.release
         if not hasattr(release, "entries") or not hasattr(release, "releases"):

@@ -25,7 +25,8 @@ from .resolve import plan
 __all__ = ["COLUMNS", "routes"]
 
 #: the columns of :func:`routes`, in order
-COLUMNS = ("mechanism", "class", "for", "route", "exact", "counts", "needs", "example", "cost")
+COLUMNS = ("mechanism", "class", "for", "route", "exact", "answer", "counts", "needs",
+           "example", "cost")
 
 
 def _example(cls):
@@ -60,6 +61,17 @@ def _cost(route, p) -> str:
     return text
 
 
+def _approximate(route, plan) -> bool:
+    """Whether ``route``'s answer on the example is approximate (its likelihood input
+    says so); a route that does not apply there is judged by its kind alone."""
+    if plan is None:
+        return False
+    try:
+        return route.applies(plan) is None and bool(route.approximation(plan))
+    except (ValueError, KeyError, TypeError, MemoryError):
+        return False
+
+
 def routes() -> pd.DataFrame:
     """Every registered mechanism x inference route.
 
@@ -81,7 +93,13 @@ def routes() -> pd.DataFrame:
         ``route``
             the name ``rk.posterior(..., route=NAME)`` takes;
         ``exact``
-            False for Monte Carlo routes (nullable boolean);
+            False for Monte Carlo routes and for routes whose likelihood is approximate on
+            the mechanism's example (:meth:`Route.approximation`: resampling's per-cell
+            route, the cell key method's product over entries with totals) (nullable
+            boolean);
+        ``answer``
+            ``"exact"``, ``"approximate"`` (an exact computation on an approximate
+            likelihood) or ``"Monte Carlo"``, on the example;
         ``counts``
             whether the route counts candidates (``rk.count_candidates``);
         ``needs``
@@ -111,6 +129,7 @@ def routes() -> pd.DataFrame:
         base = {"mechanism": name, "class": cls.__name__, "example": what}
         if not (cls.routes or cls.set_routes):
             rows.append({**base, "for": "release", "route": None, "exact": pd.NA,
+                         "answer": None,
                          "counts": pd.NA, "needs": f"no inference route: {cls.no_route}",
                          "cost": ""})
             continue
@@ -122,7 +141,11 @@ def routes() -> pd.DataFrame:
                 p = plan(release if kind == "release" else ReleaseSet([release, release]),
                          Uniform())
             for r in group:
-                rows.append({**base, "for": kind, "route": r.name, "exact": bool(r.exact),
+                approx = bool(r.exact) and _approximate(r, p)
+                rows.append({**base, "for": kind, "route": r.name,
+                             "exact": bool(r.exact) and not approx,
+                             "answer": "Monte Carlo" if not r.exact else
+                             "approximate" if approx else "exact",
                              "counts": bool(r.counts), "needs": r.needs, "cost": _cost(r, p)})
     table = pd.DataFrame(rows, columns=list(COLUMNS))
     for col in ("exact", "counts"):

@@ -48,11 +48,24 @@ def _release(release) -> Release | ReleaseSet:
     return release
 
 
-def plan(release, prior=None, *, memory=None, progress=None, mcmc=None) -> Plan:
+def plan(release, prior=None, *, memory=None, progress=None, mcmc=None,
+         time=None) -> Plan:
     """The :class:`~riskengine.protocol.Plan` of one call on ``release`` under ``prior``
     (checked as :func:`posterior` checks them)."""
     return Plan(_release(release), _prior(prior), memory=_budget.budget(memory),
-                progress=progress, mcmc=mcmc)
+                progress=progress, mcmc=mcmc, seconds=_seconds(time))
+
+
+def _seconds(time) -> float:
+    """``time=``: the time budget of ``route="auto"`` in seconds (default
+    :data:`TIME_BUDGET`)."""
+    if time is None:
+        return TIME_BUDGET
+    import numbers
+    if isinstance(time, bool) or not isinstance(time, numbers.Real) or not time > 0:
+        raise ValueError(f"time must be a number of seconds > 0 (the time budget of "
+                         f"route='auto'), got {time!r}")
+    return float(time)
 
 
 #: seconds ``route="auto"`` waits for a route: a route whose estimate is longer is passed
@@ -126,6 +139,7 @@ def _candidates(plan: Plan, route: str, what: str, skipped: list):
         raise ValueError(f"unknown route {route!r} for {mech.name} releases; known: "
                          f"{', '.join(['auto'] + names)}")
     limit = plan.memory
+    budget = plan.seconds if plan.seconds is not None else TIME_BUDGET
     for r in routes:
         if route not in ("auto", r.name):
             continue
@@ -140,11 +154,13 @@ def _candidates(plan: Plan, route: str, what: str, skipped: list):
                     raise
                 skipped.append((r.name, f"refused while estimating: {exc}"))
                 continue
-            late = cost.seconds > TIME_BUDGET
+            # Monte Carlo is the last resort: a smaller budget than the default does not
+            # pass it over (it runs, with progress), a run past the larger of the two does
+            late = cost.seconds > (budget if r.exact else max(budget, TIME_BUDGET))
             if route == "auto" and (cost.too_long or (late and cost.memory <= limit)):
                 text = cost.too_long or (
                     f"would take about {_fmt_seconds(cost.seconds)} ({cost.detail}), more "
-                    f"than route='auto' waits ({TIME_BUDGET:.0f} s)")
+                    f"than route='auto' waits ({budget:g} s)")
                 skipped.append((r.name, text + (
                     f"; route={r.name!r} runs it to the end" if r.name else "")))
                 continue
@@ -155,7 +171,7 @@ def _candidates(plan: Plan, route: str, what: str, skipped: list):
                         reason += ("; estimated past the time budget of route='auto': "
                                    + (cost.too_long or
                                       f"about {_fmt_seconds(cost.seconds)} ({cost.detail}), "
-                                      f"more than {TIME_BUDGET:.0f} s"))
+                                      f"more than {budget:g} s"))
                 else:
                     reason = "first route that applies within the memory and time budget"
                     if skipped:
@@ -182,11 +198,11 @@ def _candidates(plan: Plan, route: str, what: str, skipped: list):
 
 
 def route_for(release, prior=None, route: str = "auto", memory=None,
-              what: str = "posterior"):
+              what: str = "posterior", time=None):
     """``(route, reason)``: the route :func:`posterior` (or, with ``what="count"``,
     :func:`count_candidates`) would take for ``release`` under ``prior``, without running
     it."""
-    return select_route(plan(release, prior, memory=memory), route, what)
+    return select_route(plan(release, prior, memory=memory, time=time), route, what)
 
 
 class _Heartbeat:
@@ -271,7 +287,8 @@ def _run(p: Plan, route: str, count: bool):
 
 
 def posterior(release, prior: Prior | None = None, *, route: str = "auto", progress=None,
-              count: bool = True, memory=None, mcmc=None, candidates=None, weights=None):
+              count: bool = True, memory=None, mcmc=None, candidates=None, weights=None,
+              time=None):
     """Exact posterior of the original table given ``release`` and ``prior``.
 
     Parameters
@@ -309,6 +326,10 @@ def posterior(release, prior: Prior | None = None, *, route: str = "auto", progr
         ``post.mechanism_weights`` holds the candidates' posterior probabilities.
     weights : sequence of float, optional
         The candidates' prior probabilities (default: equal).
+    time : float, optional
+        The time budget of ``route="auto"`` in seconds (default :data:`TIME_BUDGET`): an
+        exact route estimated past it is passed over (``attrs["route_reason"]`` says so,
+        with its estimate) for the next one, Monte Carlo last.
 
     Returns
     -------
@@ -333,16 +354,17 @@ def posterior(release, prior: Prior | None = None, *, route: str = "auto", progr
     release, prior = _release(release), _prior(prior)
     if candidates is not None:
         return _mixture(release, prior, candidates, weights, route=route, progress=progress,
-                        count=count, memory=memory, mcmc=mcmc)
+                        count=count, memory=memory, mcmc=mcmc, time=time)
     if weights is not None:
         raise ValueError("weights= are the prior probabilities of candidates=; give both")
-    p = Plan(release, prior, memory=_budget.budget(memory), progress=progress, mcmc=mcmc)
+    p = Plan(release, prior, memory=_budget.budget(memory), progress=progress, mcmc=mcmc,
+             seconds=_seconds(time))
     r, reason, res = _run(p, route, count)
     return _label.label(release, prior, res, route=r.name, reason=reason)
 
 
 def count_candidates(release, prior: Prior | None = None, *, route: str = "auto",
-                     memory=None, progress=None) -> int:
+                     memory=None, progress=None, time=None) -> int:
     """Exact number of original tables consistent with ``release``.
 
     Parameters
@@ -350,7 +372,7 @@ def count_candidates(release, prior: Prior | None = None, *, route: str = "auto"
     release : rk.Release or rk.ReleaseSet
     prior : rk.priors.Prior, optional
         Only tables of positive prior weight count (default: every nonnegative table).
-    route, memory, progress
+    route, memory, progress, time
         As for :func:`posterior` (``route`` among the routes that count).
 
     Returns
@@ -358,8 +380,54 @@ def count_candidates(release, prior: Prior | None = None, *, route: str = "auto"
     int
         Exact (a Python int: counts beyond int64 are common).  A release no table can
         have produced is a ``ValueError``, as for :func:`posterior`.
+
+    Raises
+    ------
+    ValueError
+        Infinitely many candidates: every release's likelihood is positive on every
+        nonnegative table (noisy counts: unbounded noise on every cell and total, so the
+        published totals bound no cell) and the prior leaves a cell unbounded above.
+        Under a prior that bounds every cell (``Flat(low, high)``, or ``at_most`` /
+        ``known`` of every cell) the candidates are the prior's box of tables, counted
+        without a route.  No route counts, or the memory needed, otherwise.
     """
-    p = plan(release, prior, memory=memory, progress=progress)
+    p = plan(release, prior, memory=memory, progress=progress, time=time)
+    rel = p.release
+    members = rel.releases if isinstance(rel, ReleaseSet) else (rel,)
+    # every table is a candidate when each release's likelihood is positive everywhere
+    # (its routes say why they cannot count): decided here, before any route is sized
+    # (a noise scale's windows may need terabytes for what is no count at all)
+    why = [next((r.uncountable for r in m.mechanism.routes if r.uncountable), "")
+           for m in members]
+    if all(why) and not any(r.counts for m in members for r in m.mechanism.routes):
+        lo, hi = p.prior.bounds(rel.shape, rel.dims, rel.coords)
+        lo = np.maximum(lo, getattr(p.prior, "low", 0))
+        top = getattr(p.prior, "high", None)
+        if top is not None:
+            hi = np.where(hi < 0, top, np.minimum(hi, top))
+        if (hi < 0).any():
+            at = tuple(int(i) for i in np.argwhere(hi < 0)[0])
+            cell = ", ".join(f"{d}={rel.coords[d][i]}" for d, i in zip(rel.dims, at))
+            reason = why[0].removesuffix(": infinitely many candidates")
+            raise ValueError(
+                f"{rel.mechanism.describe()} releases cannot be counted: infinitely many "
+                f"candidates ({reason}, so no published total bounds a cell, and the prior "
+                f"bounds cell ({cell}) by no upper value); under a prior that bounds every "
+                "cell (Flat(low, high), or at_most / known of every cell) they are finitely "
+                "many")
+        width = np.maximum(hi - lo + 1, 0)
+        if width.size * int(width.max()) <= 10 ** 6:
+            # small: the prior's support counted value by value (any prior's zeros)
+            vals = lo[..., None] + np.arange(int(width.max()))
+            ok = np.isfinite(p.prior.log_weights(vals, rel.dims, rel.coords))
+            width = (ok & (vals <= hi[..., None])).sum(axis=-1)
+        n = 1
+        for w in width.ravel().tolist():
+            n *= int(w)
+        if n == 0:
+            raise ValueError(f"no original table is consistent with this "
+                             f"{rel.mechanism.name} release under this prior")
+        return n
     skipped: list = []
     for r, _, cost in _candidates(p, route, "count", skipped):
         try:
@@ -404,7 +472,8 @@ def _counted_approximately(plan: Plan, route) -> str:
     return getattr(w, "approximation", "") or ""
 
 
-def _mixture(release, prior, candidates, weights, *, route, progress, count, memory, mcmc):
+def _mixture(release, prior, candidates, weights, *, route, progress, count, memory, mcmc,
+             time=None):
     """The posterior over the original and the mechanism (see :func:`posterior`): each
     candidate resolved and run as a release of its own, the results mixed by prior
     probability x evidence, labelled once."""
@@ -445,7 +514,8 @@ def _mixture(release, prior, candidates, weights, *, route, progress, count, mem
         except ValueError as e:              # this mechanism cannot have made the release
             why[lab] = str(e)
             continue
-        p = Plan(rel, prior, memory=_budget.budget(memory), progress=progress, mcmc=mcmc)
+        p = Plan(rel, prior, memory=_budget.budget(memory), progress=progress, mcmc=mcmc,
+                 seconds=_seconds(time))
         try:
             r, _, res = _run(p, route, count)
         except ValueError as e:

@@ -16,6 +16,12 @@ Every cell of the tabular system (interior and published totals; vector ``a``,
 * objective ``"abs"``: min ``sum (y+ + y-)``; ``"relative"``: min ``sum (y+ + y-) / a_i``
   (a zero cell is weighted ``1 / delta``, ``delta`` the smallest positive cell value).
 
+On a table of counts (``Table.kind == "count"``) the adjustments are whole numbers: ``y+``
+and ``y-`` are integer variables, a protection level is rounded up and a capacity or an
+upper bound down to a whole number (an upper bound that falls below its cell's rounded-up
+protection is an error), so the adjusted table holds counts, adds up exactly and meets
+every protection level; the release stays a count table.
+
 Quality constraints (seed 000 "Preserving mean values / variances", seed 002 §2.2),
 over a set ``C`` of ``t`` cells (``over``: the interior, the sensitive cells, all cells,
 or a mask):
@@ -82,6 +88,7 @@ class CTAProblem:
     over: np.ndarray       #: the cells of the quality constraints
     over_name: str         #: "interior", "sensitive", "all" or "custom" (a mask)
     objective: str
+    integer: bool = False  #: a count table: whole-number adjustments (integer variables)
 
 
 @dataclass(frozen=True, eq=False)
@@ -129,7 +136,8 @@ def given_directions(directions, prep: CTAProblem) -> np.ndarray:
     bad = prep.sens & ~np.isin(fixed, (-1.0, 1.0))
     if bad.any():
         raise ValueError(f"directions must be +1 or -1 on every sensitive cell, got "
-                         f"{fixed[bad][0]:g} at {prep.system.labels()[int(np.argmax(bad))]}")
+                         f"{fixed[bad][0]:g} at "
+                         f"{prep.system.labels(prep.table.coords)[int(np.argmax(bad))]}")
     return np.where(prep.sens, fixed, 0).astype(np.int64)
 
 
@@ -137,6 +145,8 @@ def finish(prep: CTAProblem, y, dirs, status, gap) -> CTASolution:
     """The solver's ``y`` as an exactly additive table: the adjusted interior clipped at 0,
     every total recomputed from it (the solver meets its equations to rounding only)."""
     system, a = prep.system, prep.a
+    if prep.integer:       # integer variables, met by HiGHS within 1e-6: the whole numbers
+        y = np.round(y)
     adj_int = np.maximum(a[: system.n_interior] + y[: system.n_interior], 0.0)
     adj = system.vector(adj_int.reshape(system.shape)).astype(float)
     y = adj - a
@@ -175,7 +185,7 @@ def prepare(table, sensitive, protection, capacity, objective, preserve, directi
         raise TypeError("cta needs protection= and capacity=")
     p = cell_values(protection, system, "protection", fill=0.0, scalar_mask=sens)
     e = cell_values(capacity, system, "capacity", fill="sum", allow_inf=True)
-    labels = system.labels()
+    labels = system.labels(table.coords)
     if np.any(p < 0):
         raise ValueError(f"protection must be >= 0, got {p[p < 0][0]:g} at "
                          f"{labels[int(np.argmax(p < 0))]}")
@@ -191,11 +201,27 @@ def prepare(table, sensitive, protection, capacity, objective, preserve, directi
     if np.any(e < 0):
         raise ValueError(f"capacity must be >= 0, got {e[e < 0][0]:g} at "
                          f"{labels[int(np.argmax(e < 0))]}")
+    integer = table.kind == "count"
+    if integer:
+        # whole-number moves: at least the protection rounded up, at most the capacity
+        # rounded down (the 1e-9 keeps a level computed as 3.0000000001 at 3)
+        p = np.where(sens, np.ceil(p - 1e-9), 0.0)
+        e = np.where(np.isfinite(e), np.floor(e + 1e-9), e)
     if upper is None:
         big = float(np.sum(p) + np.sum(np.where(np.isfinite(e), e, 0.0)))
         u = np.where(sens, p + big, 0.0)
     else:
         u = cell_values(upper, system, "upper", fill=0.0, scalar_mask=sens)
+        if integer:
+            given = u
+            u = np.where(np.isfinite(u), np.floor(u + 1e-9), u)
+            bad = sens & ~(u >= p)
+            if bad.any():
+                j = int(np.argmax(bad))
+                raise ValueError(f"upper must be >= protection for every sensitive cell; on "
+                                 f"a count table moves are whole numbers: at {labels[j]} "
+                                 f"upper={given[j]:g} rounds down to {u[j]:g}, below the "
+                                 f"protection rounded up, {p[j]:g}")
         bad = sens & ~(u >= p)
         if bad.any():
             raise ValueError(f"upper must be >= protection for every sensitive cell; at "
@@ -203,7 +229,7 @@ def prepare(table, sensitive, protection, capacity, objective, preserve, directi
                              f"protection={p[bad][0]:g}")
     over_mask, over_name = _over(over, system, sens)
     return CTAProblem(table, system, a, sens, p, e, u, _weights(a, objective), over_mask,
-                      over_name, objective)
+                      over_name, objective, integer)
 
 
 def quality_rows(prep: CTAProblem, preserve, epsilon) -> list:
@@ -275,8 +301,11 @@ def solve(prep: CTAProblem, extra, fixed, time_limit, gap, minabs=None):
     else:
         cost = np.zeros(nv)
         cost[-1] = 1.0
-    integrality = (np.concatenate([np.zeros(2 * n), np.ones(s), np.zeros(nw)])
-                   if fixed is None else None)
+    # the directions' binaries (unless fixed); on a count table y+ and y- too
+    integrality = np.concatenate([np.full(2 * n, 1.0 if prep.integer else 0.0),
+                                  np.full(s, 1.0 if fixed is None else 0.0), np.zeros(nw)])
+    if not integrality.any():
+        integrality = None
     opts = {"mip_rel_gap": gap, "presolve": True}
     if time_limit is not None:
         opts["time_limit"] = float(time_limit)
@@ -284,7 +313,11 @@ def solve(prep: CTAProblem, extra, fixed, time_limit, gap, minabs=None):
                options=opts)
     if res.x is None:
         why = {2: "infeasible: no adjustment meets every protection within the capacities "
-                  "(raise capacities or upper, or drop preserve constraints)",
+                  "(raise capacities or upper, or drop preserve constraints)"
+                  + ("; on a count table the adjustments are whole numbers, which exact "
+                     "quality constraints (variance with epsilon=0) rarely allow: raise "
+                     "epsilon, or adjust the table as magnitudes (Table(..., "
+                     "kind='magnitude'))" if prep.integer else ""),
                1: "stopped at the time limit before any feasible adjustment was found"}
         raise ValueError(f"CTA {why.get(res.status, res.message)} (HiGHS: {res.message})")
     if fixed is None and s:
@@ -306,7 +339,7 @@ def solve(prep: CTAProblem, extra, fixed, time_limit, gap, minabs=None):
     dirs[si] = np.where(x[2 * n:2 * n + s] > 0.5, 1, -1)
     status = "optimal" if res.status == 0 else "time_limit"
     g = getattr(res, "mip_gap", None)
-    g = 0.0 if (g is None or fixed is not None) else float(g)
+    g = 0.0 if (g is None or integrality is None) else float(g)
     return y, dirs, float(res.fun), status, g
 
 

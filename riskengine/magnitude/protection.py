@@ -56,6 +56,8 @@ def sensitive_cells(sensitive, protection, system: TabularSystem) -> tuple:
         sens = cell_vector(sensitive, "sensitive", system).astype(bool)
         if protection is None:
             protection = cell_vector(sensitive, "protection", system)
+            if "protection_lower" in sensitive:     # Frequency: never below 0
+                protection = (cell_vector(sensitive, "protection_lower", system), protection)
     else:
         if isinstance(sensitive, xr.DataArray):
             sensitive = sensitive.transpose(*system.dims).values \

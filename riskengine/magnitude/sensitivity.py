@@ -27,6 +27,13 @@ the cell gives its respondents.
 
 Seed 004's example (x = 70, 15, 5 and a tail of 10): (3,80)-dominance S = 50,
 P = 12.5; 20 % rule S = -5; 20 %/50 % pq rule S = 32.5, P = 13.
+
+**The threshold (minimum frequency) rule**, :class:`Frequency`, is not a linear measure:
+a cell is sensitive when fewer than ``n`` units contribute to it (the count of a count
+table, the number of contributors of a magnitude cell), and the protection is a share of
+the cell value with a floor (tau-Argus's FREQ rule).  It combines with the others through
+``Max`` (e.g. frequency and dominance on magnitude microdata), and :func:`assess` takes a
+count table with it.
 """
 
 from __future__ import annotations
@@ -36,11 +43,14 @@ import numbers
 import numpy as np
 import xarray as xr
 
+from ..table import Table
+from ..tabular import tabular_system
 from .contributions import Contributions
 
 __all__ = [
     "PQ",
     "Dominance",
+    "Frequency",
     "Max",
     "PPercent",
     "Rule",
@@ -101,6 +111,14 @@ class Rule:
 
     def _p(self, s: np.ndarray, cell, pos, values, n) -> np.ndarray:
         return s / abs(self.tail_weight)
+
+    #: True when the protection below a cell's value may differ from the protection above
+    #: it (:class:`Frequency`: a cell can never be shown below 0); :func:`assess` then adds
+    #: ``protection_lower``
+    asymmetric = False
+
+    def _p_lower(self, p: np.ndarray, cell, pos, values, n) -> np.ndarray:
+        return p
 
     def sensitivity(self, x) -> float:
         """``S(X)`` for one cell's contributions (any order).
@@ -262,6 +280,10 @@ class Sum(Rule):
 
     def __init__(self, *rules: Rule):
         self.rules = _rules(rules)
+        for r in self.rules:
+            if isinstance(r, (Max, Frequency)):
+                raise TypeError(f"Sum adds linear measures; {r.describe()} is not one "
+                                "(combine it with Max)")
 
     def weights(self, pos):
         return sum(r.weights(pos) for r in self.rules)
@@ -297,6 +319,17 @@ class Max(Rule):
                        for r in self.rules], axis=0)
 
     @property
+    def asymmetric(self) -> bool:
+        return any(r.asymmetric for r in self.rules)
+
+    def _p_lower(self, p, cell, pos, values, n):
+        lows = []
+        for r in self.rules:
+            pr = r._p(r._s(cell, pos, values, n), cell, pos, values, n)
+            lows.append(r._p_lower(pr, cell, pos, values, n))
+        return np.max(lows, axis=0)
+
+    @property
     def tail_weight(self) -> float:
         raise AttributeError("Max is not a linear measure: it has no single tail weight")
 
@@ -305,6 +338,163 @@ class Max(Rule):
 
     def to_dict(self) -> dict:
         return {"rule": "max", "rules": [r.to_dict() for r in self.rules]}
+
+
+class Frequency(Rule):
+    """The threshold (minimum frequency) rule: a cell to which fewer than ``n`` units
+    contribute is sensitive; with ``zeros=True`` an empty cell is too.
+
+    The count is the cell value of a count table, and the number of contributors of a
+    magnitude cell (:class:`~riskengine.magnitude.contributions.Contributions`: rows of
+    the microdata, or respondents with a ``respondent`` column).  A cell is sensitive when
+    ``0 < count < n`` (tau-Argus's FREQ rule and its "minimum number of contributors";
+    sdcTable's ``freq`` rule with ``maxN = n - 1``), and with ``zeros=True`` also when
+    ``count == 0`` (sdcTable's ``allowZeros``: an empty cell tells that nobody in the
+    group has the attribute, a group disclosure).
+
+    **Protection levels** follow tau-Argus (libtauargus ``CTable::SetProtectionLevelCell``,
+    cell status ``CS_UNSAFE_FREQ``): a cell unsafe by the frequency rule needs
+    ``max(value * safety_range / 100, min_protection)`` below and above its value, where
+    ``safety_range`` is the rule's "frequency safety range" (the second parameter of
+    tau-Argus's ``FREQ(MinFreq, FrequencyRange)``) and ``min_protection`` the smallest
+    protection level (tau-Argus's ``MinLPL``: 1 for a frequency table, one unit of the last
+    decimal for a magnitude table).  The protection below is capped at the value (no
+    nonnegative table puts a cell below 0), so an empty cell needs ``min_protection``
+    above it and nothing below.  Defaults: ``safety_range=10`` (the 10 % interval that
+    rtauargus applies by default, ``MAN(10)``, and its ``FREQ(3,10)`` example) and
+    ``min_protection=1``: on a count table with ``n <= 11`` every sensitive count ``c``
+    then needs 1 on both sides, so the suppressed cell's feasible interval must contain
+    ``c - 1`` and ``c + 1``: a count of 1 must reach 0 (an intruder cannot tell that the
+    group has a member at all) and a count of 2 must reach 1 and 3 -- the same
+    requirement as GaussSuppression's ``protectionIntervals`` for small counts (upper
+    bound at least 1 above the count, width at least 2).  On magnitude microdata the
+    protection is 10 % of the cell value.
+
+    ``S(X) = n - count`` for a non-empty cell (> 0: fewer than ``n`` contributors); an
+    empty cell has ``S = n`` with ``zeros=True``, else ``S = 0`` (not sensitive).  The
+    protection of a safe cell is 0 (the rule has no measure of the protection a safe
+    cell has), so that ``Max`` with a linear rule takes that rule's protection.
+
+    Parameters
+    ----------
+    n : int
+        The threshold, >= 1: cells with fewer than ``n`` units (and more than 0) are
+        sensitive (``n = 1``: none, unless ``zeros``).
+    zeros : bool, default False
+        Empty cells are sensitive too.
+    safety_range : float, default 10
+        Protection as a percentage of the cell value, in [0, 100].
+    min_protection : float, default 1
+        The smallest protection a sensitive cell needs, > 0 (units of the cell value).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rule = Frequency(3)
+    >>> rule.sensitive(np.array([[0, 1, 2], [3, 7, 2]])).tolist()
+    [[False, True, True], [False, False, True]]
+    >>> Frequency(3, zeros=True).sensitive([0, 1, 5]).tolist()
+    [True, True, False]
+    >>> lower, upper = Frequency(3, zeros=True).protection_levels([0, 2, 5])
+    >>> lower.tolist(), upper.tolist()
+    ([0.0, 1.0, 0.0], [1.0, 1.0, 0.0])
+    >>> Frequency(3).sensitivity([120.0, 30.0]), Frequency(3).protection([120.0, 30.0])
+    (1.0, 15.0)
+    """
+
+    asymmetric = True
+
+    def __init__(self, n: int, zeros: bool = False, safety_range: float = 10.0,
+                 min_protection: float = 1.0):
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+            raise TypeError(f"n must be an integer, got {n!r}")
+        if n < 1:
+            raise ValueError(f"n must be >= 1 (cells with fewer than n units are sensitive), "
+                             f"got n={n}")
+        if not isinstance(zeros, (bool, np.bool_)):
+            raise TypeError(f"zeros must be True or False, got {zeros!r}")
+        safety_range = _real(safety_range, "safety_range")
+        if not 0 <= safety_range <= 100:
+            raise ValueError(f"safety_range must be a percentage in [0, 100], got "
+                             f"safety_range={safety_range:g}")
+        min_protection = _real(min_protection, "min_protection")
+        if not min_protection > 0:
+            raise ValueError(f"min_protection must be > 0, got min_protection={min_protection:g}")
+        self.n, self.zeros = int(n), bool(zeros)
+        self.safety_range, self.min_protection = safety_range, min_protection
+
+    # --- count tables ----------------------------------------------------------------
+    def sensitive(self, counts) -> np.ndarray:
+        """Which cells of a count array are sensitive: ``0 < count < n`` (and
+        ``count == 0`` with ``zeros``).
+
+        Parameters
+        ----------
+        counts : array-like, rk.Table or xarray.DataArray
+            Nonnegative whole numbers, any shape.
+
+        Returns
+        -------
+        numpy.ndarray
+            Boolean, of the shape of ``counts``.
+        """
+        c = _counts(counts)
+        return self._sens(c)
+
+    def protection_levels(self, counts) -> tuple:
+        """``(lower, upper)``: the protection each cell of a count array needs below and
+        above its count (0 on the cells that are not sensitive).
+
+        Parameters
+        ----------
+        counts : array-like, rk.Table or xarray.DataArray
+            Nonnegative whole numbers, any shape.
+
+        Returns
+        -------
+        lower, upper : numpy.ndarray
+            Float arrays of the shape of ``counts``; ``lower <= count``.
+        """
+        c = _counts(counts)
+        sens = self._sens(c)
+        upper = np.where(sens, self._level(c), 0.0)
+        return np.minimum(upper, c), upper
+
+    def _sens(self, count: np.ndarray) -> np.ndarray:
+        return ((count > 0) | self.zeros) & (count < self.n)
+
+    def _level(self, value: np.ndarray) -> np.ndarray:
+        return np.maximum(np.abs(value) * (self.safety_range / 100.0), self.min_protection)
+
+    # --- the Rule interface (contributions) ------------------------------------------
+    def weights(self, pos):
+        raise TypeError("Frequency is not a linear measure: it has no weights by rank")
+
+    @property
+    def tail_weight(self) -> float:
+        raise AttributeError("Frequency is not a linear measure: it has no tail weight")
+
+    def _s(self, cell, pos, values, n):
+        count = np.bincount(cell, minlength=n)
+        s = (self.n - count).astype(float)
+        return np.where(count == 0, float(self.n) if self.zeros else 0.0, s)
+
+    def _p(self, s, cell, pos, values, n):
+        value = np.bincount(cell, weights=values, minlength=n)
+        return np.where(s > 0, self._level(value), 0.0)
+
+    def _p_lower(self, p, cell, pos, values, n):
+        return np.minimum(p, np.bincount(cell, weights=values, minlength=n))
+
+    def describe(self) -> str:
+        return (f"Frequency(n={self.n}" + (", zeros=True" if self.zeros else "")
+                + f", safety_range={self.safety_range:g}"
+                + (f", min_protection={self.min_protection:g})"
+                   if self.min_protection != 1 else ")"))
+
+    def to_dict(self) -> dict:
+        return {"rule": "frequency", "n": self.n, "zeros": self.zeros,
+                "safety_range": self.safety_range, "min_protection": self.min_protection}
 
 
 # --- functional forms -----------------------------------------------------------------------
@@ -414,10 +604,13 @@ def assess(contribs, rule: Rule) -> xr.Dataset:
 
     Parameters
     ----------
-    contribs : Contributions
-        From :func:`riskengine.contributions`.
+    contribs : Contributions, or a count table (rk.Table, array or xarray.DataArray)
+        From :func:`riskengine.contributions`; or a table of counts (its ``margins`` are
+        the published totals), which only the :class:`Frequency` rule can assess (a count
+        is the number of units of its cell; a count table has no contributions).
     rule : Rule
-        ``Dominance(n, k)``, ``PPercent(p)``, ``PQ(p, q)``, ``Sum(...)``, ``Max(...)``.
+        ``Dominance(n, k)``, ``PPercent(p)``, ``PQ(p, q)``, ``Frequency(n)``, ``Sum(...)``,
+        ``Max(...)``.
 
     Returns
     -------
@@ -425,7 +618,9 @@ def assess(contribs, rule: Rule) -> xr.Dataset:
         ``S``, ``sensitive`` (S > 0) and ``protection`` (P(X) where sensitive, else 0)
         over the table dims, and for every published total the same three variables
         suffixed ``_total_<dims kept>`` (``_total`` for the grand total), e.g.
-        ``S_total_region``.  ``attrs``: rule, structure.
+        ``S_total_region``.  A rule whose protection below a cell may be smaller than
+        above it (:class:`Frequency`, or a ``Max`` with one) adds ``protection_lower``
+        (``protection`` is then the protection above).  ``attrs``: rule, structure.
 
     Examples
     --------
@@ -437,24 +632,52 @@ def assess(contribs, rule: Rule) -> xr.Dataset:
     ([True, True], [12.5, 25.0])
     >>> bool(ds.sensitive_total)
     False
+    >>> counts = rk.Table([[1, 4], [5, 6]], dims=("v", "w"))
+    >>> ds = rk.sensitivity.assess(counts, rk.sensitivity.Frequency(3))
+    >>> ds.sensitive.values.tolist(), ds.protection.values.tolist()
+    ([[True, False], [False, False]], [[1.0, 0.0], [0.0, 0.0]])
     """
-    if not isinstance(contribs, Contributions):
-        raise TypeError("assess needs a Contributions object (rk.contributions(...)), "
-                        f"got {type(contribs).__name__}")
     rule = _rule(rule)
-    cell, pos = contribs.rank()
-    n = contribs.n_cells
-    s = rule._s(cell, pos, contribs.values, n)
-    p = rule._p(s, cell, pos, contribs.values, n)
+    if isinstance(contribs, Contributions):
+        cell, pos = contribs.rank()
+        n = contribs.n_cells
+        values = contribs.values
+        t, system = contribs.table, contribs.system
+        s = rule._s(cell, pos, values, n)
+        p = rule._p(s, cell, pos, values, n)
+        p_low = rule._p_lower(p, cell, pos, values, n) if rule.asymmetric else None
+        method = ("linear sensitivity measure (seed 004)" if not rule.asymmetric else
+                  "sensitivity rules on contributions (threshold rule: tau-Argus FREQ)")
+    elif isinstance(contribs, (Table, xr.DataArray, np.ndarray, list, tuple)):
+        if not isinstance(rule, Frequency):
+            raise TypeError(f"rule {rule.describe()} needs a Contributions object (the "
+                            "microdata, rk.contributions(...)): a table has no "
+                            "contributions; a count table is assessed by the threshold "
+                            "rule, Frequency(n)")
+        t = contribs if isinstance(contribs, Table) else Table(contribs)
+        if t.kind != "count":
+            raise ValueError("the threshold rule counts units: assess takes a table of "
+                             "counts or a Contributions object (rk.contributions(...)); "
+                             "this table holds magnitudes: build it with rk.contributions "
+                             "from the microdata")
+        system = tabular_system(t.dims, t.shape, t.margins)
+        counts = system.vector(t.values).astype(float)
+        s = np.where(counts == 0, float(rule.n) if rule.zeros else 0.0, rule.n - counts)
+        p_low, p = rule.protection_levels(counts)
+        method = "threshold rule on counts"
+    else:
+        raise TypeError("assess needs a Contributions object (rk.contributions(...)) or a "
+                        f"count table (rk.Table), got {type(contribs).__name__}")
     sens = s > 0
     prot = np.where(sens, p, 0.0)
-    t = contribs.table
+    data = {"S": s, "sensitive": sens, "protection": prot}
+    if p_low is not None:
+        data["protection_lower"] = np.where(sens, p_low, 0.0)
     ds = xr.Dataset(coords=t.coords)
-    n_int = contribs.system.n_interior
-    n_tot = int(sens[n_int:].sum())
-    for b in contribs.system.blocks:
+    n_tot = int(sens[system.n_interior:].sum())
+    for b in system.blocks:
         suffix = "" if b.is_interior else ("_total" + "".join("_" + d for d in b.keep))
-        for name, arr in (("S", s), ("sensitive", sens), ("protection", prot)):
+        for name, arr in data.items():
             attrs = {}
             if b.is_interior:
                 # the interior variables alone do not cover the totals: say how many
@@ -462,8 +685,7 @@ def assess(contribs, rule: Rule) -> xr.Dataset:
                 attrs = {SENSITIVE_TOTALS: n_tot}
             ds[name + suffix] = xr.DataArray(arr[b.slice].reshape(b.shape), dims=b.keep,
                                              attrs=attrs)
-    ds.attrs.update(rule=rule.describe(), structure=repr(list(t.margins)),
-                    method="linear sensitivity measure (seed 004)")
+    ds.attrs.update(rule=rule.describe(), structure=repr(list(t.margins)), method=method)
     return ds
 
 
@@ -508,6 +730,21 @@ def _sorted(x) -> np.ndarray:
     return -np.sort(-a)
 
 
+def _counts(counts) -> np.ndarray:
+    """A count array (any shape) as floats, refusing what is not a nonnegative whole number."""
+    if isinstance(counts, (Table, xr.DataArray)):
+        counts = counts.values
+    a = np.asarray(counts)
+    if a.dtype == object or a.dtype == bool or not np.issubdtype(a.dtype, np.number):
+        raise TypeError(f"counts must be numbers (not a mask), got dtype {a.dtype}")
+    a = a.astype(float)
+    bad = ~np.isfinite(a) | (a < 0) | (a != np.round(a))
+    if bad.any():
+        raise ValueError(f"counts must be nonnegative whole numbers, got "
+                         f"{a[bad].ravel()[0]:g}")
+    return a
+
+
 def _real(x, name: str) -> float:
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {x!r}")
@@ -520,7 +757,7 @@ def _real(x, name: str) -> float:
 def _rule(rule) -> Rule:
     if not isinstance(rule, Rule):
         raise TypeError("rule must be a sensitivity rule (Dominance(n, k), PPercent(p), "
-                        f"PQ(p, q), Sum(...), Max(...)), got {rule!r}")
+                        f"PQ(p, q), Frequency(n), Sum(...), Max(...)), got {rule!r}")
     return rule
 
 

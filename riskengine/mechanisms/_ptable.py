@@ -7,11 +7,19 @@ The mechanism that uses it is :class:`riskengine.CellKey` (``mechanisms/cell_key
 Examples
 --------
 The fictional p-table of the SDC handbook; an original 3 with cell key 0.5 is published
-as 3 (its interval [0.3, 0.7)).
+as 3 (its interval [0.3, 0.7)).  Its row 2 is biased (an original 2 is published 2.2 on
+average), which a ``UserWarning`` says; the table is used as it is.
 
+>>> import warnings
 >>> from riskengine import PTable
->>> pt = PTable.from_matrix({0: {0: 1.0}, 1: {0: 0.5, 2: 0.5}, 2: {2: 0.8, 3: 0.2},
-...                          3: {2: 0.3, 3: 0.4, 4: 0.3}})
+>>> with warnings.catch_warnings(record=True) as caught:
+...     warnings.simplefilter("always")
+...     pt = PTable.from_matrix({0: {0: 1.0}, 1: {0: 0.5, 2: 0.5}, 2: {2: 0.8, 3: 0.2},
+...                              3: {2: 0.3, 3: 0.4, 4: 0.3}})
+>>> caught[0].category.__name__, "original counts 2: +0.2 " in str(caught[0].message)
+('UserWarning', True)
+>>> {i: round(b, 12) for i, b in pt.bias().items()}
+{2: 0.2}
 >>> pt.max_deviation, pt.threshold
 (1, 1)
 >>> int(pt.perturb(3, 0.5)), round(float(pt.prob(3, 3)), 12)
@@ -22,6 +30,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +44,11 @@ __all__ = ["PTable"]
 _FILE_TOL = 1e-8
 #: a literal matrix's rows must sum to 1 within this
 _MATRIX_TOL = 1e-12
+#: a row whose expected perturbation is farther from 0 than this is biased (a file's
+#: rounding: this times the row's sum of |perturbation|, for its probabilities' digits)
+_BIAS_TOL = 1e-9
+#: the biased rows a warning lists
+_BIAS_SHOWN = 8
 
 
 class PTable:
@@ -132,6 +146,53 @@ class PTable:
         """
         return np.array([p @ (j - min(i, self.top)) for i, (j, p)
                          in enumerate(zip(self._j, self.probs))])
+
+    def bias(self, tol: float = _BIAS_TOL) -> dict:
+        """The rows whose expected perturbation is not 0: the handbook asks a p-table to
+        be unbiased, E[published - original | original] = 0 for every count.
+
+        Parameters
+        ----------
+        tol : float, default 1e-9
+            Expected perturbations within ``tol`` of 0 count as 0.
+
+        Returns
+        -------
+        dict
+            ``{original count i: E[published - i | i]}`` for every biased row (row
+            ``top`` stands for every count from ``top`` on); empty when unbiased.
+
+        Examples
+        --------
+        >>> pt = PTable.from_matrix({0: {0: 1.0}, 1: {0: 0.5, 2: 0.5}, 2: {1: 0.5, 3: 0.5}})
+        >>> pt.bias()
+        {}
+        """
+        m = self.mean()
+        return {i: float(m[i]) for i in range(m.size) if abs(m[i]) > tol}
+
+    def _warn_if_biased(self, tol: float, stacklevel: int = 2, relative: bool = False):
+        """A ``UserWarning`` naming the biased rows and their biases (not an error: biased
+        p-tables exist; their releases are analysed all the same).  ``relative``: the
+        tolerance is ``tol`` times each row's sum of |perturbation| (a file's digits)."""
+        m = self.mean()
+        if relative:
+            lim = np.array([tol * max(1.0, float(np.abs(j - min(i, self.top)).sum()))
+                            for i, j in enumerate(self._j)])
+        else:
+            lim = np.full(m.size, tol)
+        bad = [i for i in range(m.size) if abs(m[i]) > lim[i]]
+        if not bad:
+            return
+        shown = ", ".join(f"{i}{' and above' if i == self.top else ''}: {m[i]:+.6g}"
+                          for i in bad[:_BIAS_SHOWN])
+        more = f" (and {len(bad) - _BIAS_SHOWN} more rows)" if len(bad) > _BIAS_SHOWN else ""
+        warnings.warn(
+            f"the p-table ({self.source or 'p-table'}) is biased: the expected perturbation "
+            f"E[published - original | original] is not 0 for the original counts {shown}"
+            f"{more} (tolerance {tol:g}); the SDC handbook asks a p-table to be unbiased "
+            "(PTable.design makes one); a biased p-table is used as it is",
+            UserWarning, stacklevel=stacklevel)
 
     def variance(self) -> np.ndarray:
         """Variance of the perturbation of each row.
@@ -333,6 +394,12 @@ class PTable:
         -------
         PTable
 
+        Warns
+        -----
+        UserWarning
+            If a row's expected perturbation is not 0 (beyond 1e-9): a biased p-table,
+            named with its counts and biases (:meth:`bias`).
+
         Raises
         ------
         TypeError
@@ -367,7 +434,9 @@ class PTable:
                 if (m < 0).any():
                     rows[i] = (np.arange(m.size), m)
         j, ub = _checked(rows, "p-table matrix", _MATRIX_TOL)
-        return cls(j, ub, source)
+        out = cls(j, ub, source)
+        out._warn_if_biased(_BIAS_TOL, stacklevel=3)
+        return out
 
     @classmethod
     def read(cls, path) -> PTable:
@@ -386,6 +455,12 @@ class PTable:
         -------
         PTable
             With source ``"file NAME"``.
+
+        Warns
+        -----
+        UserWarning
+            If a row's expected perturbation is not 0 (beyond 1e-8 times the row's sum of
+            |perturbation|: the file's digits): a biased p-table (:meth:`bias`).
 
         Raises
         ------
@@ -459,7 +534,9 @@ class PTable:
                 u[-1] = 1.0                # the file's rounding: the last interval ends at 1
         prs = [(np.asarray(j), np.diff(u, prepend=0.0)) for j, u in zip(rows, ub_arrays)]
         j, ub = _checked(prs, path.name, _FILE_TOL, ub_arrays)
-        return cls(j, ub, f"file {path.name}")
+        out = cls(j, ub, f"file {path.name}")
+        out._warn_if_biased(_FILE_TOL, stacklevel=3, relative=True)
+        return out
 
     @classmethod
     def design(cls, D: int, V: float, js: int = 0, pstay: float | None = None,

@@ -42,11 +42,15 @@ its published value, and the number of candidates is finite.
 
 Examples
 --------
-The fictional p-table of the SDC handbook: a published 2 under a flat prior on 1..3.
+The fictional p-table of the SDC handbook: a published 2 under a flat prior on 1..3.  (Its
+row 2 is biased, E[published - 2 | 2] = 0.2: a ``UserWarning`` says so.)
 
+>>> import warnings
 >>> import numpy as np, riskengine as rk
->>> ck = rk.CellKey.from_matrix({0: {0: 1.0}, 1: {0: 0.5, 2: 0.5}, 2: {2: 0.8, 3: 0.2},
-...                              3: {2: 0.3, 3: 0.4, 4: 0.3}})
+>>> with warnings.catch_warnings():
+...     warnings.filterwarnings("ignore", "the p-table .* is biased", UserWarning)
+...     ck = rk.CellKey.from_matrix({0: {0: 1.0}, 1: {0: 0.5, 2: 0.5}, 2: {2: 0.8, 3: 0.2},
+...                                  3: {2: 0.3, 3: 0.4, 4: 0.3}})
 >>> rel = rk.Release(np.array([2]), margins={}, mechanism=ck, dims=("v",))
 >>> post = rk.posterior(rel, rk.priors.Flat(1, 3))
 >>> [round(float(post.prob(np.array([x])).item()), 4) for x in (1, 2, 3)]
@@ -88,9 +92,12 @@ from ._ptable import PTable
 
 __all__ = ["CellKey", "KeyIntervals", "PTable", "key_intervals"]
 
-#: the SDC handbook's fictional p-table (Hundepool et al.), as a matrix M[i][j]
-_HANDBOOK = [[1.0, 0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 0.8, 0.2, 0.0],
-             [0.0, 0.0, 0.3, 0.4, 0.3]]
+#: the example p-table of a 1-D table: the SDC handbook's fictional p-table (Hundepool et
+#: al.) with its row 2 made unbiased (the handbook's 2 -> 2 | 3 with 0.8 | 0.2 has mean
+#: +0.2; here 2 -> 0 | 2 | 3 with 0.1 | 0.7 | 0.2, mean 0), as a matrix M[i][j]: its
+#: intervals lie on a grid of 0.1 (route ``keys``)
+_GRID_EXAMPLE = [[1.0, 0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.5, 0.0, 0.0],
+                 [0.1, 0.0, 0.7, 0.2, 0.0], [0.0, 0.0, 0.3, 0.4, 0.3]]
 
 #: keys are integers in units of 2^-_BITS; sums wrap modulo 2^64, a multiple of 2^_BITS
 _BITS = 52
@@ -378,7 +385,8 @@ class CellKey(Mechanism):
     def example(cls, table=None, rng=None) -> Example:
         """The shared 3 x 3 table of small counts with a p-table of D = 2, V = 1; ``rng``:
         D = 1 or 2 and V between 0.3 and 0.6; a 1-D ``table`` (without ``rng``): the SDC
-        handbook's p-table, whose intervals lie on a grid (route ``keys``).
+        handbook's p-table with its biased row 2 made unbiased, whose intervals lie on a
+        grid (route ``keys``).
 
         Parameters
         ----------
@@ -395,7 +403,7 @@ class CellKey(Mechanism):
         params = {"D": 2, "V": 1.0} if rng is None else {
             "D": int(rng.integers(1, 3)), "V": float(rng.uniform(0.3, 0.6))}
         if rng is None and len(table.shape) == 1:     # the key integration's own case
-            params = {"ptable": _HANDBOOK}
+            params = {"ptable": _GRID_EXAMPLE}
         return Example(cls, table, params)
 
     # --- protection ----------------------------------------------------------------------

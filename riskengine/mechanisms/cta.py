@@ -47,10 +47,10 @@ from ..magnitude.cta_milp import (
     prepare,
 )
 from ..magnitude.intervals import protection_tol
-from ..release import Release
-from ..tabular import TabularSystem
 from ..protocol import Example, Mechanism, register
+from ..release import Release
 from ..table import Table
+from ..tabular import TabularSystem
 from ._examples import smallest_cell
 
 # "cta" (the function) is not exported through the package: it would replace the
@@ -264,7 +264,12 @@ def cta(table, sensitive, protection=None, capacity=None, objective: str = "abs"
         preserve=(), directions: str = "milp", *, over="interior", epsilon: float = 0.0,
         upper=None, rule: str | None = None, time_limit: float | None = None,
         mip_rel_gap: float = 0.0, groups=None) -> CTAResult:
-    """Controlled tabular adjustment of a magnitude table.
+    """Controlled tabular adjustment of a magnitude table, or of a table of counts.
+
+    On a count table (``Table.kind == "count"``) every adjustment is a whole number
+    (integer variables in the MILP; protection levels rounded up, capacities and upper
+    bounds down), and the release is a count table that adds up exactly; adjust its
+    values as magnitudes with ``Table(..., kind="magnitude")``.
 
     Parameters
     ----------
@@ -312,13 +317,21 @@ def cta(table, sensitive, protection=None, capacity=None, objective: str = "abs"
     Examples
     --------
     >>> import numpy as np, riskengine as rk
-    >>> t = rk.Table(np.array([[20.0, 30.0, 10.0], [15.0, 5.0, 40.0]]), dims=("r", "c"))
+    >>> t = rk.Table(np.array([[20.5, 30.0, 10.0], [15.0, 5.0, 40.0]]), dims=("r", "c"))
     >>> sens = np.array([[False, False, False], [False, True, False]])
     >>> res = rk.cta(t, sens, protection=3.0, capacity=0.5 * t.values)
-    >>> res.status, round(res.objective, 6)
-    ('optimal', 12.0)
+    >>> res.status, round(res.objective, 6), res.release.kind
+    ('optimal', 12.0, 'magnitude')
     >>> res.adjustment.round(9).values.tolist()
     [[0.0, 0.0, 0.0], [3.0, -3.0, 0.0]]
+
+    A table of counts: whole-number moves (protection 2.5 means at least 3), a count
+    release.
+
+    >>> n = rk.Table(np.array([[20, 30, 10], [15, 5, 40]]), dims=("r", "c"))
+    >>> res = rk.cta(n, sens, protection=2.5, capacity=0.5 * n.values)
+    >>> res.release.kind, res.adjustment.values.tolist()
+    ('count', [[0, 0, 0], [3, -3, 0]])
     """
     preserve = clean_preserve(preserve)
     prep = prepare(table, sensitive, protection, capacity, objective, preserve, directions,
@@ -423,16 +436,34 @@ def _result(prep: CTAProblem, sol: CTASolution, mech) -> CTAResult:
     short = prep.sens & (np.abs(sol.y) < prep.p - protection_tol(prep.a))
     if short.any():
         j = int(np.argmax(short))
-        raise RuntimeError(f"the adjustment leaves sensitive cell {system.labels()[j]} short of "
+        raise RuntimeError(f"the adjustment leaves sensitive cell "
+                           f"{system.labels(table.coords)[j]} short of "
                            f"its protection: moved by {abs(sol.y[j]):g}, needs {prep.p[j]:g}; "
                            f"solver status {sol.status!r}")
+    kind = "count" if prep.integer else "magnitude"
     interior, margins, subtotals = system.release_parts(sol.adjusted)
+    if prep.integer:       # whole numbers (finish rounded them): the counts as integers
+        interior, margins, subtotals = (
+            _counts(interior), {k: _counts(v) for k, v in margins.items()},
+            {k: _counts(v) for k, v in subtotals.items()})
     release = Release(published=interior, margins=margins, mechanism=mech,
-                      dims=table.dims, coords=table.coords, kind="magnitude",
+                      dims=table.dims, coords=table.coords, kind=kind,
                       groups=system.groups or None, subtotals=subtotals or None)
-    adjustment = xr.DataArray(sol.y[: system.n_interior].reshape(system.shape),
+    y_int = sol.y[: system.n_interior].reshape(system.shape)
+    adjustment = xr.DataArray(_counts(y_int) if prep.integer else y_int,
                               dims=table.dims, coords=table.coords, name="adjustment",
                               attrs={"method": "cta", "objective": prep.objective})
     stats = cta_stats(prep.a, sol.y, prep.sens, system)
     return CTAResult(release, adjustment, sol.y, sol.directions, sol.objective, sol.status,
                      sol.gap, stats, system, prep.a)
+
+
+def _counts(values) -> np.ndarray:
+    """Whole numbers held as floats (an adjustment of a count table) as int64."""
+    v = np.asarray(values, dtype=float)
+    out = np.round(v)
+    off = np.abs(out - v) > 1e-6
+    if off.any():
+        raise RuntimeError(f"an adjustment of a count table is not a whole number: "
+                           f"{float(v[off][0])!r}")
+    return out.astype(np.int64)

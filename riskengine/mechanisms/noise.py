@@ -5,10 +5,13 @@ Pr(k) = (1 - q) / (1 + q) q^|k| with q = exp(-1 / b) (the geometric mechanism of
 epsilon-differential privacy for counts, epsilon = 1 / b); ``NoisyCounts(
 "discrete_gaussian", scale=sigma)`` adds discrete Gaussian noise,
 Pr(k) proportional to exp(-k^2 / (2 sigma^2)).  Every interior cell and every total of the
-table's structure gets its own draw: the table does not add up.  ``clip=True`` publishes
-``max(0, x + noise)`` (then a published 0 says the noise was at most -x: its likelihood is
-the noise's lower tail); ``clip=False`` publishes the raw noisy measurements (negative
-values possible).
+table's structure gets its own draw: the table does not add up.  ``clip=True`` (the
+default: no published count is negative) publishes ``max(0, x + noise)`` (then a published
+0 says the noise was at most -x: its likelihood is the noise's lower tail, exactly);
+``clip=False`` publishes the raw noisy measurements (negative values possible: ask for
+them only where the users need unbiased sums of the measurements).  ``describe()`` and the
+release (its mechanism, in its JSON and in ``release.data.attrs["mechanism"]``) say which
+(``NoisyCounts(distribution=geometric, scale=2.0, clip=True)``).
 
 Likelihood (exact): the product over published cells and totals of Pr(noise = published -
 original).  The noise has unbounded support, so every nonnegative table is a candidate
@@ -49,9 +52,9 @@ from ..inference.line import Line
 from ..inference.linked import LinkedDP
 from ..inference.linked_gibbs import LinkedGibbs
 from ..inference.table_dp import TableDP
+from ..protocol import Example, Mechanism, register
 from ..release import Release
 from ..table import count_table
-from ..protocol import Example, Mechanism, register
 from ._examples import counts_3x3
 
 __all__ = ["NoisyCounts"]
@@ -440,8 +443,10 @@ class NoisyCounts(Mechanism):
     scale : float > 0
         ``b`` of the geometric noise (epsilon = 1 / b), or ``sigma`` of the discrete
         Gaussian.
-    clip : bool
-        Publish ``max(0, x + noise)`` (True) or the raw noisy values (False).
+    clip : bool, default True
+        Publish ``max(0, x + noise)`` (True: no published count is negative; the
+        likelihood of a published 0 is the noise's lower tail) or the raw noisy values
+        (False: negative values possible).
     """
 
     name = "noisy_counts"
@@ -455,7 +460,7 @@ class NoisyCounts(Mechanism):
     set_routes = (LinkedDP(), LinkedGibbs())
     routes = (_NoiseDP(), _Noise3D(), _NoiseLine(), _NoiseGibbs())
 
-    def __init__(self, distribution: str = "geometric", scale: float = 1.0, clip: bool = False):
+    def __init__(self, distribution: str = "geometric", scale: float = 1.0, clip: bool = True):
         self.distribution = V.choice(distribution, "distribution", DISTRIBUTIONS)
         if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
             raise TypeError(f"scale must be a number, got scale={scale!r}")
@@ -511,7 +516,7 @@ class NoisyCounts(Mechanism):
         -------
         rk.Release
             The noisy cells in ``published`` and the noisy totals in ``margins`` (clipped
-            at 0 when ``clip``).
+            at 0 when ``clip``, the default).
         """
         table = count_table(table, self.describe())
         rng = self._rng(rng)
@@ -547,6 +552,8 @@ class NoisyCounts(Mechanism):
                 if (a < 0).any():
                     what = "published" if name == release.dims else f"margin {name}"
                     raise ValueError(f"{what} value {int(a[a < 0][0])} is negative, but "
-                                     "clipped noisy counts are never below 0 (clip=True)")
+                                     "clipped noisy counts are never below 0 (clip=True); "
+                                     "raw noisy measurements are a release of "
+                                     "NoisyCounts(..., clip=False) (the default clips)")
         if release.groups:
             raise ValueError("noisy-counts releases with subtotals are not supported")

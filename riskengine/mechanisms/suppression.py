@@ -36,10 +36,11 @@ from ..inference.table_dp import TableDP
 from ..magnitude.contributions import Contributions
 from ..magnitude.csp import COSTS, METHODS, find_pattern
 from ..magnitude.intervals import intervals, protection_tol
+from ..magnitude.sensitivity import Frequency, Rule, assess
+from ..protocol import Example, Mechanism, register
 from ..release import Release
 from ..table import Table
 from ..tabular import check_equations, tabular_system
-from ..protocol import Example, Mechanism, register
 from ._examples import smallest_cell
 
 # METHODS and COSTS (the solver's options) are offered here too: ``riskengine.suppress``
@@ -57,14 +58,18 @@ def suppress(table, sensitive, protection=None, method: str = "heuristic",
     table : rk.Table, rk.Contributions, array or xarray.DataArray
         Nonnegative magnitudes or counts; its ``margins`` (default: all totals of a 2-D
         table, every (k-1)-way margin of a k-D table) are published.
-    sensitive : bool array, or the Dataset of :func:`riskengine.sensitivity.assess`
+    sensitive : bool array, the Dataset of :func:`riskengine.sensitivity.assess`, or a rule
         Primary suppressions: of the table's shape (interior cells), or one entry per
         cell of the tabular system (interior, totals, subtotals; the order of
         :func:`riskengine.tabular.tabular_system`), or the ``assess`` Dataset (totals
-        included; ``protection`` then defaults to its ``protection``).
+        included; ``protection`` then defaults to its ``protection``), or a sensitivity
+        rule (``rk.sensitivity.Frequency(3)`` for a count table, any rule for
+        ``rk.Contributions``): the sensitive cells, totals and subtotals included, and
+        their protection are then computed from the table by the rule.
     protection : array, scalar or a pair ``(lower, upper)``
         Protection each sensitive cell needs below / above its value, in the same forms
-        as ``sensitive`` (a scalar applies to every sensitive cell).
+        as ``sensitive`` (a scalar applies to every sensitive cell); default with a rule
+        or an ``assess`` Dataset: the rule's protection levels.
     method : {"heuristic", "optimal"}
     cost : {"value", "count"}
         Minimise the total value or the number of suppressed cells.
@@ -99,6 +104,13 @@ def suppress(table, sensitive, protection=None, method: str = "heuristic",
     >>> rel = rk.suppress(t, sens, 0.5 * t.values, method="optimal")
     >>> rel.info["n_complementary"], rel.info["value_complementary"], rel.info["status"]
     (4, 35.0, 'optimal')
+
+    The threshold rule on a count table (cells with 1 or 2 units are sensitive):
+
+    >>> counts = rk.Table(np.array([[1, 4, 6], [5, 3, 7], [8, 9, 2]]), dims=("r", "c"))
+    >>> rel = rk.suppress(counts, rk.sensitivity.Frequency(3))
+    >>> rel.info["n_sensitive"], int(rk.audit(rel).exact.sum())
+    (2, 0)
     """
     mech = CellSuppression(method=method, cost=cost, suppress_zeros=suppress_zeros,
                            suppress_totals=suppress_totals)
@@ -239,7 +251,7 @@ class CellSuppression(Mechanism):
             Nonnegative magnitudes or counts; its ``margins`` are published.
         rng : numpy.random.Generator, optional
             Not used.
-        sensitive : bool array, or the Dataset of :func:`riskengine.sensitivity.assess`
+        sensitive : bool array, the Dataset of :func:`riskengine.sensitivity.assess`, or a rule
             Primary suppressions, as for :func:`riskengine.suppress`.
         protection : array, scalar or a pair ``(lower, upper)``, optional
             Protection each sensitive cell needs below / above its value.
@@ -255,12 +267,21 @@ class CellSuppression(Mechanism):
             ``release.info``: number and value of suppressed cells (all, sensitive,
             complementary, totals) and the solver's information.
         """
+        rule = sensitive if isinstance(sensitive, Rule) else None
+        if rule is not None and isinstance(table, Contributions):
+            sensitive = assess(table, rule)         # its protection levels come with it
         if isinstance(table, Contributions):
             table = table.table
         if not isinstance(table, Table):
             table = Table(table)
         system = tabular_system(table.dims, table.shape, table.margins, groups)
         x = system.vector(table.values).astype(float)
+        if isinstance(sensitive, Rule):             # a count table: the rule counts
+            if not isinstance(rule, Frequency) or table.kind != "count":
+                assess(table, rule)                 # refuses, saying why
+            sensitive = rule.sensitive(x)
+            if protection is None:
+                protection = rule.protection_levels(x)
         mask, sens, _, _, info = find_pattern(
             system, x, sensitive, protection, method=self.method, cost=self.cost,
             suppress_zeros=self.suppress_zeros, suppress_totals=self.suppress_totals,

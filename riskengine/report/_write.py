@@ -86,9 +86,15 @@ def _render(obj, *, release, truth, level, title, threshold, max_expected) -> tu
             raise ValueError(f"threshold= / max_expected= set the verdict of an assess "
                              f"report, this is a {kind} result")
         ds = ds.copy()
-        ds.attrs["threshold"] = 0.5 if threshold is None else float(threshold)
-        if max_expected is not None:
-            ds.attrs["max_expected"] = float(max_expected)
+        if post is not None:        # the verdict of the default policy, its baseline too
+            from .._policy import Policy
+            from .._verdict import annotate, verdict
+            annotate(ds, verdict(post, truth, level=level, policy=Policy().with_(
+                threshold=threshold, max_expected=max_expected)))
+        else:
+            ds.attrs["threshold"] = 0.5 if threshold is None else float(threshold)
+            if max_expected is not None:
+                ds.attrs["max_expected"] = float(max_expected)
     if release is not None and kind != "assess":
         raise ValueError(f"release= is only used for an assess report, this is a {kind} result")
     doc = _Doc(title or _TITLES[kind], kind)

@@ -5,7 +5,11 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ._page import _MAX_ROWS, _attr_pairs, _dl, _Doc, _num, _table
+from ._page import _MAX_ROWS, _attr_pairs, _breakable, _dl, _Doc, _num, _table
+
+#: the quantities that say where a statistic is (its magnitude, against which a sd or MCSE
+#: is float noise)
+_LOCATION = ("mean", "hdi_lower", "hdi_upper", "plugin", "true")
 
 
 def _analyze(doc: _Doc, ds: xr.Dataset) -> None:
@@ -37,16 +41,23 @@ def _analyze(doc: _Doc, ds: xr.Dataset) -> None:
                 str(s[d].values[i]) if d in s.coords else str(i)
                 for d, i in zip(other, idx)) + "]"
             r = [lab]
-            for c in cols:
-                if c in q:
-                    val = float(el.sel(quantity=c))
-                    r.append(("yes" if val else "no") if c == "covered" else _num(val, 4))
+            vals = {c: float(el.sel(quantity=c)) for c in cols if c in q}
+            # the statistic's magnitude: a sd or MCSE of 2.5e-15 beside a mean of 31.23 is
+            # float noise (draws that all agree), shown as 0; a p-value of 1e-20 is not
+            scale = max([abs(vals[c]) for c in _LOCATION if np.isfinite(vals.get(c, np.nan))]
+                        or [0.0])
+            for c, val in vals.items():
+                if c == "covered":
+                    r.append("yes" if val else "no")
+                else:
+                    r.append(_num(val, 4, scale=0.0 if c == "true_quantile" else scale))
             rows.append(r)
         if s.attrs.get("plugin_note"):
             notes.append((name, s.attrs["plugin_note"]))
     present = [c for c in cols if any(c in [str(x) for x in ds[k]["quantity"].values]
                                       for k in keys)]
-    doc.add("<h2>Posterior of the statistics</h2>" + _table(["statistic"] + present, rows))
+    doc.add("<h2>Posterior of the statistics</h2>"
+            + _table(["statistic"] + [_breakable(c) for c in present], rows))
     defs = [(ds[k].attrs.get("statistic", k), ds[k].attrs.get("description", ""))
             for k in keys]
     doc.add("<h2>Definitions</h2>" + _dl(defs + [(f"plug-in ({n})", t) for n, t in notes]))

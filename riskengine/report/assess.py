@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ._page import _MAX_ROWS, _cell_name, _dl, _Doc, _e, _num, _table, describe_release
+from ._page import _MAX_ROWS, _cell_name, _count, _dl, _Doc, _e, _num, _table, describe_release
 
 
 def _assess(doc: _Doc, ds: xr.Dataset, post=None, release=None) -> None:
@@ -27,12 +27,13 @@ def _assess(doc: _Doc, ds: xr.Dataset, post=None, release=None) -> None:
     if "threshold" in ds.attrs:
         _verdict(doc, ds)
     doc.add("<h2>Release</h2>" + _dl(info.items()))
+    _provenance(doc, ds)
     mp = ds["max_prob"].transpose(*dims).values
     lvl = float(ds.attrs.get("level", 0.95))
     width = (ds["upper"] - ds["lower"]).transpose(*dims).values
     top = np.unravel_index(int(np.argmax(mp)), shape)
-    nums = [("cells", f"{mp.size} ({' x '.join(str(s) for s in shape)})"),
-            ("candidate original tables", ds.attrs.get("n_candidates", "unknown")),
+    nums = [("cells", f"{mp.size:,} ({' x '.join(str(s) for s in shape)})"),
+            ("candidate original tables", _count(ds.attrs.get("n_candidates", "unknown"))),
             ("log evidence", _num(ds.attrs.get("log_evidence", np.nan), 8))]
     if has_true:
         pe = ds["prob_exact"].transpose(*dims).values
@@ -65,8 +66,17 @@ def _assess(doc: _Doc, ds: xr.Dataset, post=None, release=None) -> None:
                + ("; dashed: published value" if "published" in ds else "")
                + ("; red: true value" if has_true else ""))
     doc.add("<h2>Per-cell risk table</h2>")
+    if base:
+        doc.add('<p class="note">From the totals alone: the same probability under the '
+                f"verdict's baseline ({_e(str(ds.attrs.get('baseline', '')))}); judged: the "
+                "cells the policy judges.</p>")
     header = ["cell", "published", "mode", "Pr(mode)", "Pr(published)"]
     header += ["true", "Pr(true)"] if has_true else []
+    base = "baseline_prob" in ds
+    if base:                         # the verdict's baseline beside the release
+        header += ["from the totals alone"]
+    if "judged" in ds:
+        header += ["judged"]
     header += [f"{round(lvl * 100)}% interval"]
     key = ds["prob_exact" if has_true else "max_prob"].transpose(*dims).values.ravel()
     order = list(range(key.size))
@@ -86,32 +96,74 @@ def _assess(doc: _Doc, ds: xr.Dataset, post=None, release=None) -> None:
              _num(v("mode")), f"{v('max_prob'):.3f}", _num(v("prob_published"), 3)]
         if has_true:
             r += [_num(v("true")), f"{v('prob_exact'):.3f}"]
+        if base:
+            r.append(f"{v('baseline_prob'):.3f}")
+        if "judged" in ds:
+            r.append("yes" if v("judged") else "")
         r.append(f"[{_num(v('lower'))}, {_num(v('upper'))}]")
         rows.append(r)
     doc.add(_table(header, rows))
 
 
 def _verdict(doc: _Doc, ds: xr.Dataset) -> None:
-    """The risk policy's PASS / FAIL, the rule in words and the cells that fail."""
+    """The risk policy's PASS / FAIL / UNDECIDED, the policy in words, the baseline, the
+    cells that fail, are undecided or are disclosed by the totals alone."""
+    import json
+
+    from .._policy import Policy
     from .._verdict import verdict
-    mx = ds.attrs.get("max_expected")
-    v = verdict(ds, threshold=float(ds.attrs["threshold"]),
-                max_expected=None if mx is None or np.isnan(float(mx)) else float(mx))
-    color = "#1a7f37" if v.passed else "#b42318"
-    doc.add(f'<h2>Verdict: <span style="color:{color}">{v.label}</span></h2>'
-            f"<p>Rule: {_e(v.rule)}.</p>"
+    if "policy" in ds.attrs:
+        policy = Policy.from_dict(json.loads(ds.attrs["policy"]))
+    else:                     # a file of an earlier version: its threshold, every cell
+        mx = ds.attrs.get("max_expected")
+        policy = Policy(cells="all", baseline=None, threshold=float(ds.attrs["threshold"]),
+                        max_expected=None if mx is None or np.isnan(float(mx))
+                        else float(mx))
+    v = verdict(ds, policy=policy)
+    color = {"PASS": "#1a7f37", "FAIL": "#b42318"}.get(v.label, "#9a6700")
+    doc.add(f'<h2>Verdict: <span style="color:{color}">{v.label}</span>'
+            + (" (approximate posterior)" if v.approximate else "") + "</h2>"
+            f"<p>Policy: {_e(v.rule)}.</p>"
+            + (f"<p>Baseline: {_e(v.baseline)}.</p>" if v.baseline else "")
             + ("<ul>" + "".join(f"<li>{_e(r)}</li>" for r in v.reasons) + "</ul>"
-               if v.reasons else "<p>No cell breaks the rule.</p>"))
-    if v.failing:
-        rows = [(c, _num(val), f"{p:.3f}", "yes" if (c, val, p) in v.small else "")
-                for c, val, p in v.failing[:_MAX_ROWS]]
-        doc.add(_table(["cell", "true value" if v.measure == "Pr(true value)" else
-                        "best guess", v.measure, "small count (1-2)"], rows))
+               if v.reasons else f"<p>No judged cell breaks the policy ({v.n_judged} of "
+               f"{v.n_cells} cells judged).</p>"))
+    rows = []
+    base = v.cells["baseline_prob"].values if "baseline_prob" in v.cells else None
+    dims = tuple(v.cells["prob"].dims)
+    for what, items in (("fails", v.failing), ("undecided", v.undecided),
+                        ("totals alone", v.by_baseline)):
+        for c, val, p in items[:_MAX_ROWS]:
+            rows.append([c, _num(val), f"{p:.3f}", what])
+    if rows:
+        header = ["cell", "true value" if v.measure == "Pr(true value)" else "best guess",
+                  v.measure, "state"]
+        if base is not None:
+            names = {c: i for i, c in enumerate(
+                _cell_name(ds, dims, idx) for idx in np.ndindex(*v.cells["prob"].shape))}
+            flat = base.ravel()
+            header.insert(3, "Pr from the totals alone")
+            for r in rows:
+                k = names.get(r[0])
+                r.insert(3, "-" if k is None else f"{flat[k]:.3f}")
+        doc.add(_table(header, rows))
     doc.add(f'<p class="note">{_e(v.measure)}: the posterior probability that the cell '
             "equals " + ("its true value (the original table was given)" if
                          v.measure == "Pr(true value)" else "the intruder's best guess, "
                          "the posterior mode (no original table was given)")
-            + f"; expected exactly disclosed cells: {v.expected:.3f} of {v.n_cells}.</p>")
+            + f"; expected exactly disclosed judged cells: {v.expected:.3f} of "
+            f"{v.n_judged} judged ({v.n_cells} cells).</p>")
+
+
+def _provenance(doc: _Doc, ds: xr.Dataset) -> None:
+    """Date, version, inputs and their hashes, the release's hash, the seed."""
+    names = {"provenance_date": "date", "provenance_version": "version",
+             "provenance_inputs": "input files", "provenance_release_sha256":
+             "release (SHA-256 of its JSON, first 16 hex digits)",
+             "provenance_seed": "Monte Carlo seed"}
+    items = [(label, str(ds.attrs[k])) for k, label in names.items() if k in ds.attrs]
+    if items:
+        doc.add("<h2>Provenance</h2>" + _dl(items))
 
 
 def _mc_diagnostics(doc: _Doc, ds: xr.Dataset) -> None:

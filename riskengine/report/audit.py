@@ -5,6 +5,8 @@ protected; :func:`audit_rows` and :func:`audit_verdict` are also the text of
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import xarray as xr
 
@@ -22,6 +24,14 @@ def magnitude(x) -> str:
     if np.isinf(x):
         return "inf" if x > 0 else "-inf"
     return f"{round(x, 6) + 0.0:.10g}"
+
+
+def _grouped(text: str) -> str:
+    """A :func:`magnitude` with thousands separators for the page (``1234567.5`` ->
+    ``1,234,567.5``); other text as it is.  (The command line's table keeps the plain
+    digits: it is also read by scripts.)"""
+    m = re.fullmatch(r"(-?)(\d+)(\.\d+)?", text)
+    return text if m is None else f"{m.group(1)}{int(m.group(2)):,}{m.group(3) or ''}"
 
 
 def _audit_blocks(ds: xr.Dataset) -> list:
@@ -175,4 +185,4 @@ def _audit(doc: _Doc, ds: xr.Dataset) -> None:
         rows = [rows[i] for i in sorted(order[:_MAX_ROWS])]
         doc.add(f'<p class="note">{_MAX_ROWS} of the cells shown: those not protected '
                 "first.</p>")
-    doc.add(_table(header, rows))
+    doc.add(_table(header, [[r[0], *map(_grouped, r[1:])] for r in rows]))

@@ -5,17 +5,19 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ._page import _attr_pairs, _dl, _Doc, _num, _table
+from ._page import _attr_pairs, _breakable, _dl, _Doc, _Html, _num, _pm, _table
 
 
 def _mean_se(a) -> str:
+    """The mean of a mechanism's draws and its standard error, the ``± SE`` on a line of
+    its own (``± 0`` when the draws agree up to float noise); one draw: its value."""
     a = np.asarray(a, dtype=float)
     a = a[np.isfinite(a)]
     if a.size == 0:
         return "-"
     if a.size == 1:
-        return f"{a[0]:.4g}"
-    return f"{a.mean():.4g} ± {a.std(ddof=1) / np.sqrt(a.size):.2g}"
+        return _num(a[0], 4)
+    return _pm(a.mean(), a.std(ddof=1) / np.sqrt(a.size), html_out=True)
 
 
 def _failures(ds: xr.Dataset) -> dict:
@@ -52,7 +54,8 @@ def _compare(doc: _Doc, ds: xr.Dataset) -> None:
                                                            ("draw", "mechanism"))]
     per_mech = [v for v in ds.data_vars if ds[v].dims == ("mechanism",)]
     cols = per_mech + [v for v in per_draw if v not in ("risk_draw", "utility_draw")]
-    header = ["mechanism"] + [f"{c} (mean ± SE)" if c in per_draw else c for c in cols]
+    header = ["mechanism"] + [_Html(f'{_breakable(c)}<span class="pm">mean ± SE</span>')
+                              if c in per_draw else _breakable(c) for c in cols]
     rows = []
     for i, _ in enumerate(names):
         r = [names[i]]

@@ -17,10 +17,10 @@ def _simulate(doc: _Doc, ds: xr.Dataset) -> None:
     ok = np.isfinite(hit) & np.isfinite(mp)
     k, n = hit[ok].sum(), ok.sum()
     lo, hi = plots.binomial_interval(k, n)
-    doc.add("<h2>Setting</h2>" + _dl([("tables", ntab),
-                                       ("cells per table", int(np.prod(hit.shape[1:])))]
+    doc.add("<h2>Setting</h2>" + _dl([("tables", _num(ntab)),
+                                       ("cells per table", _num(np.prod(hit.shape[1:])))]
                                       + _attr_pairs(ds)))
-    nums = [("cells (table x cell)", int(n)),
+    nums = [("cells (table x cell)", _num(n)),
             ("MAP hit rate (intruder's best guess equals the truth)",
              f"{k / n:.4f}  [95% CI {float(lo):.4f}, {float(hi):.4f}]"),
             ("mean claimed Pr(MAP), map_prob", f"{mp[ok].mean():.4f}")]
@@ -31,7 +31,8 @@ def _simulate(doc: _Doc, ds: xr.Dataset) -> None:
         nc = np.asarray(ds["n_candidates"].values, dtype=float)
         counted = nc[np.isfinite(nc)]
         nums.append(("candidate tables per release: median [min, max]",
-                     f"{np.median(counted):.4g} [{counted.min():.4g}, {counted.max():.4g}]"
+                     f"{_num(np.median(counted))} [{_num(counted.min())}, "
+                     f"{_num(counted.max())}]"
                      + (f" ({nc.size - counted.size} of {nc.size} releases not counted)"
                         if counted.size < nc.size else "") if counted.size else
                      "not counted (infinitely many under unbounded noise, or a Monte Carlo "
@@ -42,10 +43,10 @@ def _simulate(doc: _Doc, ds: xr.Dataset) -> None:
                "claimed Pr(MAP) against the observed hit rate, per bin, with the range a "
                "calibrated intruder's rate falls in (95%, cluster-robust); n the number of "
                "cells in the bin")
-    from .._simulate import calibration   # here: the report package stays light
+    from .._simulate import calibration  # here: the report package stays light
     tab = calibration(ds)
     rows = [[f"[{tab['lower'].values[b]:.2f}, {tab['upper'].values[b]:.2f}]",
-             int(tab["n"].values[b]), _num(tab["claimed"].values[b], 4),
+             _num(tab["n"].values[b]), _num(tab["claimed"].values[b], 4),
              _num(tab["observed"].values[b], 4),
              f"[{tab['ci_low'].values[b]:.3f}, {tab['ci_high'].values[b]:.3f}]",
              _num(tab["z"].values[b], 2)]
@@ -65,7 +66,7 @@ def _simulate(doc: _Doc, ds: xr.Dataset) -> None:
     rows = []
     for idx in list(np.ndindex(*hit.shape[1:]))[:_MAX_ROWS]:
         m = ok[(slice(None), *idx)]
-        r = [_cell_name(ds, dims, idx), int(hn[idx]),
+        r = [_cell_name(ds, dims, idx), _num(hn[idx]),
              _num(mp[(slice(None), *idx)][m].mean() if m.any() else np.nan, 4),
              _num(hk[idx] / hn[idx] if hn[idx] else np.nan, 4),
              f"[{clo[idx]:.3f}, {chi[idx]:.3f}]"]

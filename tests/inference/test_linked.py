@@ -85,7 +85,7 @@ def _case(seed, kind):
         mech = rk.RandomRounding(int(rng.integers(2, 4)))
         loglik = ref_noise.rounding_loglik(mech.base)
     else:
-        mech = rk.NoisyCounts("geometric", scale=float(rng.uniform(0.5, 1.2)))
+        mech = rk.NoisyCounts("geometric", scale=float(rng.uniform(0.5, 1.2)), clip=False)
         loglik = ref_noise.Noise("geometric", mech.scale, False).loglik
     specs, numbers_list = [], []
     for labels, maps in tables:

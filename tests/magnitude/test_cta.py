@@ -179,7 +179,8 @@ def test_sensitive_totals_from_assess_and_upper_bound():
     assert np.all(np.abs(y[S]) >= P[S] - 1e-6)
     # upper = protection: sensitive cells move by exactly their protection (seed 000's
     # first model, "y_i- = p_i (1 - I_i), y_i+ = p_i I_i")
-    t = rk.Table(np.array([[20.0, 30.0, 10.0], [15.0, 5.0, 40.0]]), dims=("r", "c"))
+    t = rk.Table(np.array([[20.0, 30.0, 10.0], [15.0, 5.0, 40.0]]), dims=("r", "c"),
+                 kind="magnitude")         # a count table's moves are whole (issue 27)
     sens = np.array([[True, False, False], [False, True, False]])
     prot = np.array([[2.5, 0, 0], [0, 3.0, 0]])
     res2 = rk.cta(t, sens, prot, 0.5 * t.values, upper=prot)

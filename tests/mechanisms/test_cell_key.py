@@ -34,6 +34,9 @@ ALPHA = 1e-3          # false-alarm rate of each goodness-of-fit test
 #: the SDC handbook's fictional p-table (Hundepool et al., Statistical Disclosure Control
 #: handbook, the cell key method): 1 -> 0 or 2, 2 -> 2 or 3, 3 and above -> -1 / 0 / +1
 HANDBOOK = {0: {0: 1.0}, 1: {0: 0.5, 2: 0.5}, 2: {2: 0.8, 3: 0.2}, 3: {2: 0.3, 3: 0.4, 4: 0.3}}
+#: the handbook's p-table (row 2: mean +0.2) and the random p-tables below are biased on
+#: purpose: the warning that says so (issue 27) is not what these tests check
+pytestmark = pytest.mark.filterwarnings("ignore:the p-table .* is biased:UserWarning")
 GRID = 2.0 ** 52
 
 
@@ -611,7 +614,7 @@ def test_cli_protect_then_assess_then_count(tmp_path, capsys):
                  "--out", str(tmp_path / "o")]) == 0
     text = capsys.readouterr().out
     n = rk.posterior(rel).n_candidates       # of the product: the posterior says APPROXIMATE
-    assert f"candidate original tables: {n}" in text and "CellKey(D=2, V=1.0, js=1)" in text
+    assert f"candidate original tables: {n:,}" in text and "CellKey(D=2, V=1.0, js=1)" in text
     assert "APPROXIMATE" in text
     # a bare count has no label: refused, naming the product's count as an upper bound
     assert main(["count", str(out)]) != 0

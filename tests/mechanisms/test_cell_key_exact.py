@@ -22,6 +22,9 @@ from tests.reference.agreement import check_against_reference
 from tests.reference.priors import random_prior
 
 HANDBOOK = {0: {0: 1.0}, 1: {0: 0.5, 2: 0.5}, 2: {2: 0.8, 3: 0.2}, 3: {2: 0.3, 3: 0.4, 4: 0.3}}
+#: the handbook's p-table (row 2: mean +0.2) and the random p-tables below are biased on
+#: purpose: the warning that says so (issue 27) is not what these tests check
+pytestmark = pytest.mark.filterwarnings("ignore:the p-table .* is biased:UserWarning")
 
 
 def _grid_ptable(rng, grid):

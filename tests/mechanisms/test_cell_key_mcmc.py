@@ -14,6 +14,9 @@ import riskengine as rk
 from tests.reference.agreement import monte_carlo_agrees
 
 HANDBOOK = {0: {0: 1.0}, 1: {0: 0.5, 2: 0.5}, 2: {2: 0.8, 3: 0.2}, 3: {2: 0.3, 3: 0.4, 4: 0.3}}
+#: the handbook's p-table (row 2: mean +0.2) and the random p-tables below are biased on
+#: purpose: the warning that says so (issue 27) is not what these tests check
+pytestmark = pytest.mark.filterwarnings("ignore:the p-table .* is biased:UserWarning")
 SETTINGS = rk.MonteCarlo(draws=3000)
 
 

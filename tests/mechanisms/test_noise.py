@@ -65,7 +65,7 @@ def test_noise_follows_its_pmf(distribution, scale):
     a 2 x 3 table (independent draws of the noise) against the definition's pmf."""
     T = np.array([[30, 0, 2], [14, 7, 50]])
     t = rk.Table(T, dims=("v", "w"))
-    mech = rk.NoisyCounts(distribution, scale)
+    mech = rk.NoisyCounts(distribution, scale, clip=False)
     noise = ref.Noise(distribution, scale, clip=False)
     rng = np.random.default_rng(21)
     truth = [T] + [np.asarray(v) for v in t.totals().values()]
@@ -280,7 +280,8 @@ def test_negative_raw_measurements():
     P = np.array([[-3, 2]])
     R = {("v",): [-1], ("w",): [-2, 4], (): 1}
     for dist, scale in (("geometric", 1.5), ("discrete_gaussian", 2.0)):
-        rel = rk.Release(P, margins=R, mechanism=rk.NoisyCounts(dist, scale), dims=("v", "w"))
+        rel = rk.Release(P, margins=R, mechanism=rk.NoisyCounts(dist, scale, clip=False),
+                         dims=("v", "w"))
         for prior, spec in ((rk.priors.Uniform(), {"kind": "uniform"}),
                             (rk.priors.Poisson(2.0), {"kind": "poisson", "rate": 2.0})):
             check_noise(rel, prior, spec, f"negative {dist} {spec}")
@@ -483,11 +484,11 @@ def test_cli_protect_then_assess(tmp_path, capsys):
                  "--out", str(out)]) == 0
     d = json.loads(out.read_text())
     assert d["mechanism"] == {"name": "noisy_counts", "distribution": "geometric",
-                              "scale": 2.0, "clip": False}
+                              "scale": 2.0, "clip": True}       # the default: clipped at 0
     assert main(["assess", str(out), "--truth", str(csv), "--no-report",
                  "--out", str(tmp_path / "o")]) == 0
     text = capsys.readouterr().out
-    assert "NoisyCounts(distribution=geometric, scale=2.0, clip=False)" in text
+    assert "NoisyCounts(distribution=geometric, scale=2.0, clip=True)" in text
     assert "P(true)" in text
     ds = xr.open_dataset(tmp_path / "o" / "posterior.nc")
     assert np.allclose(ds["pmf"].sum("value"), 1.0)
@@ -495,8 +496,8 @@ def test_cli_protect_then_assess(tmp_path, capsys):
     out2 = tmp_path / "clip.json"
     assert main(["protect", str(csv), "--mechanism", "noise", "--param",
                  "distribution=discrete_gaussian", "--param", "scale=1.5", "--param",
-                 "clip=true", "--seed", "5", "--out", str(out2)]) == 0
-    assert json.loads(out2.read_text())["mechanism"]["clip"] is True
+                 "clip=false", "--seed", "5", "--out", str(out2)]) == 0
+    assert json.loads(out2.read_text())["mechanism"]["clip"] is False
     assert main(["count", str(out)]) == 2
     assert "infinitely many candidates" in capsys.readouterr().err
     assert main(["protect", str(csv), "--mechanism", "noisy_counts", "--param",

@@ -315,7 +315,7 @@ def test_cli_protect_then_assess_then_count(tmp_path, capsys):
                  "--out", str(tmp_path / "o")]) == 0
     text = capsys.readouterr().out
     n = rk.count_candidates(rel)
-    assert f"candidate original tables: {n}" in text and "RandomRounding(base=5)" in text
+    assert f"candidate original tables: {n:,}" in text and "RandomRounding(base=5)" in text
     assert main(["count", str(out)]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1] == str(n)
     assert main(["protect", str(csv), "--mechanism", "random_rounding",

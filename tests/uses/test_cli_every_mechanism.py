@@ -105,11 +105,12 @@ def test_protect_assess_report(name, files, capsys):
     np.testing.assert_allclose(ds["pmf"].sum("value"), 1.0, rtol=1e-9)
     assert ds.attrs["threshold"] == THRESHOLD
     # the verdict the report states is the policy's on the posterior written beside it
-    v = rk.verdict(ds, threshold=THRESHOLD)
+    v = rk.verdict(ds, policy=rk.Policy.from_dict(json.loads(ds.attrs["policy"])))
+    assert v.label == ds.attrs["verdict"]
     html = (out / "assess.html").read_text(encoding="utf-8")
-    assert f">{v.label}</span></h2><p>Rule: " in html
-    assert "no cell has probability &gt;= 0.5 of the intruder&#x27;s best guess" in html
-    assert f"VERDICT: {v.label} under the rule: {v.rule}" in stdout
+    assert f">{v.label}</span>" in html and "<p>Policy: sensitive cells judged" in html
+    assert "Pr(best guess) &gt;= 0.5" in html
+    assert f"VERDICT: {v.label}" in stdout and f"under the policy: {v.rule}" in stdout
     assert html.index("Verdict: ") < html.index("<h2>Release</h2>")
     for c, _, _ in v.failing:                         # the cells that fail are named
         assert f"<td class=\"l\">{c}</td>" in html
@@ -129,21 +130,22 @@ def test_strict_exit_codes_at_the_rule_s_boundary(files, capsys):
     assert 0.5 < top < 1.0                  # a threshold above it exists (no sure cell)
     capsys.readouterr()
     out = files / "strict"
+    absolute = ["--cells", "all", "--baseline", "none"]
     assert main(["assess", str(rel), "--strict", "--threshold", repr(top),
-                 "--out", str(out)]) == 3
+                 "--out", str(out), *absolute]) == 3
     cap = capsys.readouterr()
     assert "VERDICT: FAIL" in cap.out
-    assert (f"--strict: the verdict is FAIL ({n_top} of 9 cells have Pr(best guess) >= "
-            in cap.err)
+    assert (f"--strict: the verdict is FAIL ({n_top} of 9 judged cells have Pr(best guess) "
+            ">= " in cap.err)
     assert ">FAIL</span>" in (out / "assess.html").read_text(encoding="utf-8")
     assert main(["assess", str(rel), "--strict", "--threshold", repr(top + 1e-9),
-                 "--out", str(out)]) == 0
+                 "--out", str(out), *absolute]) == 0
     cap = capsys.readouterr()
     assert "VERDICT: PASS" in cap.out and cap.err == ""
     assert ">PASS</span>" in (out / "assess.html").read_text(encoding="utf-8")
     # without --strict a FAIL is still exit 0 (the verdict is in the report, not the code)
     assert main(["assess", str(rel), "--threshold", repr(top), "--no-report",
-                 "--out", str(out)]) == 0
+                 "--out", str(out), *absolute]) == 0
 
 
 def test_protect_names_the_inputs_a_mechanism_needs(files, capsys):

@@ -55,11 +55,20 @@ def alone(module: str) -> list:
     """)
 
 
+def with_baseline(module: str) -> list:
+    """The mechanism modules of ``module`` and of the verdict's baseline (a margins-only
+    release of the same totals: riskengine.mechanisms.margins_only)."""
+    return sorted(set(alone(module)) | set(alone("margins_only")))
+
+
 def test_assess_of_the_bundled_example_loads_its_mechanism_alone(tmp_path):
     run = assess_loads(["assess", "--no-report", "--out", str(tmp_path)])
     assert run["code"] == 0 and "bundled example" in run["out"], run["out"]
     assert (tmp_path / "posterior.nc").is_file() and not (tmp_path / "assess.html").exists()
-    assert run["mechanisms"] == alone("cyclic")
+    assert run["mechanisms"] == with_baseline("cyclic")
+    run = assess_loads(["assess", "--no-report", "--out", str(tmp_path), "--baseline",
+                        "none"])
+    assert run["code"] == 0 and run["mechanisms"] == alone("cyclic")
     assert run["others"] == []
 
 
@@ -71,5 +80,5 @@ def test_assess_of_a_release_loads_its_mechanism_alone(tmp_path, mech, module):
     mech.protect(t, np.random.default_rng(1)).save(rel)
     run = assess_loads(["assess", str(rel), "--no-report", "--out", str(tmp_path / "o")])
     assert run["code"] == 0, run["out"]
-    assert run["mechanisms"] == alone(module)
+    assert run["mechanisms"] == with_baseline(module)
     assert run["others"] == []

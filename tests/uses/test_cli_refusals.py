@@ -9,8 +9,8 @@ import pytest
 import xarray as xr
 
 import riskengine as rk
-from riskengine.cli import _bundled, main
 from riskengine._compare import MechanismFailed
+from riskengine.cli import _bundled, main
 
 
 def one_line_error(capsys) -> str:
@@ -102,7 +102,6 @@ def test_bad_files_and_options(tmp_path, capsys):
         (["count", str(tmp_path)], "is a folder; a file is needed"),
         (["protect", str(badcsv), "--mechanism", "margins"], ""),
         (["assess", str(rel), "--out", str(good)], "exists and is not a folder"),
-        (["count", str(rel), "--memory", "lots"], "memory must be bytes or a size"),
         (["protect", str(good), "--mechanism", "nope"], "unknown mechanism 'nope'"),
         (["count", str(rel), "--route", "nope"], "unknown route 'nope'"),
         (["compare", str(good)], "not valid TOML"),
@@ -112,6 +111,8 @@ def test_bad_files_and_options(tmp_path, capsys):
         assert msg in one_line_error(capsys), cmd
     # argparse's own errors: one line too
     for cmd, msg in [(["assess", "--level", "2"], "--level must be a probability"),
+                     (["count", str(rel), "--memory", "lots"],
+                      "--memory must be bytes or a size"),
                      (["count"], "required: release"), (["nope"], "invalid choice")]:
         with pytest.raises(SystemExit) as exc:
             main(cmd)

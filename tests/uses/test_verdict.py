@@ -11,6 +11,9 @@ import riskengine as rk
 from riskengine.cli import main
 from riskengine.data import seeds
 
+#: the absolute rule these tests check: every cell judged, no baseline
+ABS = rk.Policy(cells="all", baseline=None)
+
 
 @pytest.fixture(scope="module")
 def seed003():
@@ -25,7 +28,7 @@ def seed003():
 def test_failing_cells_are_those_at_or_above_the_threshold(seed003, threshold):
     t, _, post = seed003
     pe = post.prob_exact(t).values
-    v = rk.verdict(post, truth=t, threshold=threshold)
+    v = rk.verdict(post, truth=t, threshold=threshold, policy=ABS)
     want = {(i, j) for i, j in zip(*np.nonzero(pe >= threshold))}
     assert len(v.failing) == len(want)
     assert v.passed == (not want)
@@ -43,7 +46,7 @@ def test_failing_cells_are_those_at_or_above_the_threshold(seed003, threshold):
 def test_without_truth_the_intruder_s_best_guess(seed003):
     _, _, post = seed003
     mp = post.max_prob().values
-    v = rk.verdict(post, threshold=0.4)
+    v = rk.verdict(post, threshold=0.4, policy=ABS)
     assert v.measure == "Pr(best guess)" and "best guess" in v.rule
     assert len(v.failing) == int((mp >= 0.4).sum())
     assert v.expected == pytest.approx(mp.sum())
@@ -52,20 +55,21 @@ def test_without_truth_the_intruder_s_best_guess(seed003):
 def test_expected_disclosures_rule_and_dataset_input(seed003):
     t, _, post = seed003
     pe = post.prob_exact(t).values.sum()
-    strict = rk.verdict(post, truth=t, threshold=1.0, max_expected=pe - 0.01)
-    loose = rk.verdict(post, truth=t, threshold=1.0, max_expected=pe + 0.01)
-    assert not strict.passed and "expected exactly disclosed cells" in strict.reasons[0]
+    strict = rk.verdict(post, truth=t, threshold=1.0, max_expected=pe - 0.01, policy=ABS)
+    loose = rk.verdict(post, truth=t, threshold=1.0, max_expected=pe + 0.01, policy=ABS)
+    assert not strict.passed and "expected exactly disclosed judged cells" in strict.reasons[0]
     assert loose.passed
     ds = post.to_dataset(t)
-    assert rk.verdict(ds, threshold=0.3) == rk.verdict(post, truth=t, threshold=0.3)
+    assert rk.verdict(ds, threshold=0.3, policy=ABS) == rk.verdict(post, truth=t,
+                                                                   threshold=0.3, policy=ABS)
 
 
 def test_an_unconverged_monte_carlo_posterior_never_passes(seed003):
     t, _, post = seed003
     ds = post.to_dataset(t)
     ds.attrs.update(approximate=1, converged=0, diagnostics="max R-hat 1.2")
-    v = rk.verdict(ds, threshold=1.0)
-    assert not v.passed and "has not converged" in v.reasons[0]
+    v = rk.verdict(ds, threshold=1.0, policy=ABS)
+    assert not v.passed and v.label == "UNDECIDED" and "has not converged" in v.reasons[0]
 
 
 @pytest.mark.parametrize("kw, msg", [
@@ -85,13 +89,14 @@ def test_cli_threshold_strict_and_report(tmp_path, capsys):
     out = tmp_path / "pass"
     assert main(["assess", "--out", str(out), "--strict", "--threshold", "0.9"]) == 0
     text = capsys.readouterr().out
-    assert "VERDICT: PASS under the rule: no cell has probability >= 0.9" in text
+    assert "VERDICT: PASS under the policy: sensitive cells judged" in text
+    assert "Pr(true value) >= 0.9" in text
     html = (out / "assess.html").read_text()
     assert "Verdict: " in html and ">PASS<" in html
     assert html.index("Verdict") < html.index("<h2>Release</h2>")
     fail = tmp_path / "fail"
     assert main(["assess", "--out", str(fail), "--strict", "--threshold", "0.3",
-                 "--max-expected", "1"]) == 3
+                 "--max-expected", "1", "--cells", "all", "--baseline", "none"]) == 3
     cap = capsys.readouterr()
     assert "VERDICT: FAIL" in cap.out and "--strict: the verdict is FAIL" in cap.err
     assert (fail / "assess.html").exists()          # results are written on FAIL

@@ -132,8 +132,10 @@ def _analyse(rel, truth, intruder, user, level, rng, memory=None):
         rel, upost, truth, rng, memory)
     pub = (np.full(truth.shape, np.nan) if rel.published is None
            else np.asarray(rel.published, dtype=float))
+    approx = int(bool(ipost.attrs.get("approximate")) or bool(upost.attrs.get("approximate")))
     return {"risk": float(pe.mean()), "utility": float(u["utility"]), "detail": det,
-            "prob_exact": pe, "published": pub}
+            "prob_exact": pe, "published": pub, "approximate": approx,
+            "route": str(ipost.attrs.get("route"))}
 
 
 def compare(table, mechanisms: dict, intruder=None, user=None, draws: int = 20,
@@ -211,6 +213,8 @@ def compare(table, mechanisms: dict, intruder=None, user=None, draws: int = 20,
     det = {k: np.full((nm, draws), np.nan) for k in _DETAIL}
     pe = np.full((nm, draws) + shape, np.nan)
     pub = np.full((nm, draws) + shape, np.nan)
+    approx = np.full((nm, draws), np.nan)
+    routes = [set() for _ in range(nm)]
     errors = [""] * nm
     total, done = nm * draws, 0
     for i, name in enumerate(names):
@@ -234,11 +238,13 @@ def compare(table, mechanisms: dict, intruder=None, user=None, draws: int = 20,
             for k in _DETAIL:
                 det[k][i, d] = r["detail"][k]
             pe[i, d], pub[i, d] = r["prob_exact"], r["published"]
+            approx[i, d] = r["approximate"]
+            routes[i].add(r["route"])
             done += 1
             if progress is not None:
                 progress(done, total)
         if errors[i]:
-            for a in (risk, util, *det.values(), pe, pub):
+            for a in (risk, util, *det.values(), pe, pub, approx):
                 a[i] = np.nan                  # no mean over the draws that did run
     if all(errors):
         raise ValueError(f"every mechanism failed; {names[0]!r}: {errors[0]}")
@@ -251,7 +257,8 @@ def compare(table, mechanisms: dict, intruder=None, user=None, draws: int = 20,
     cell = md + table.dims
     coords = {"mechanism": names, "draw": np.arange(draws), **table.coords,
               "description": ("mechanism", [_describe(mechanisms[n]) for n in names]),
-              "error": ("mechanism", errors)}
+              "error": ("mechanism", errors),
+              "routes": ("mechanism", [", ".join(sorted(r)) for r in routes])}
     util_def = M.DEFINITIONS["utility"]
     data = {
         "risk": (("mechanism",), risk.mean(axis=1),
@@ -266,9 +273,13 @@ def compare(table, mechanisms: dict, intruder=None, user=None, draws: int = 20,
         "published": (cell, pub, {"definition": "published interior value; NaN where the "
                                                 "cell is not published"}),
         "true": (table.dims, truth, {"definition": "the original table"}),
+        "approximate": (md, approx, {"definition": "1 where the intruder's or the user's "
+                                     "posterior of this draw is approximate (Monte Carlo, "
+                                     "or an approximate likelihood), 0 where exact"}),
     }
     return xr.Dataset(data, coords=coords, attrs={
         "riskengine_kind": "compare",
+        "approximate": int(np.nansum(approx) > 0),
         "intruder": intruder.describe(),
         "user": user.describe(),
         "draws": draws,

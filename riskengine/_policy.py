@@ -80,6 +80,10 @@ class Policy:
         exceeds this.
     mc_sigmas : float >= 0
         Monte Carlo error: a cell within this many MCSE of a decision is undecided.
+    rule : rk.sensitivity.Frequency, optional
+        The minimum-frequency rule that says which counts are sensitive, instead of
+        ``small`` / ``zeros``: ``Frequency(n, zeros)`` is ``small = n - 1`` with its
+        ``zeros`` (the rule ``rk.suppress`` protected the table with).
     """
 
     cells: str = "sensitive"
@@ -92,8 +96,19 @@ class Policy:
     gain: float = 0.0
     max_expected: float | None = None
     mc_sigmas: float = 2.0
+    rule: object = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
+        if self.rule is not None:
+            from .magnitude.sensitivity import Frequency
+            if not isinstance(self.rule, Frequency):
+                raise ValueError(f"policy rule must be the frequency rule "
+                                 f"(rk.sensitivity.Frequency) of a count table, got "
+                                 f"{self.rule!r}; a magnitude rule is judged by the audit "
+                                 "(riskengine audit)")
+            object.__setattr__(self, "small", int(self.rule.n) - 1)
+            object.__setattr__(self, "zeros", bool(self.rule.zeros))
+            object.__setattr__(self, "rule", None)      # small / zeros say it all
         def real(name, lo, hi=None, none=False):
             v = getattr(self, name)
             if none and v is None:

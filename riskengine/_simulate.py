@@ -80,6 +80,8 @@ def _run_one(job: _Job, i: int) -> dict:
         "n_candidates": _as_float(n),
         "log_evidence": post.log_evidence,
         "refuted": "",
+        "approximate": int(bool(post.attrs.get("approximate"))),
+        "route": str(post.attrs.get("route")),
     }
 
 
@@ -94,6 +96,7 @@ def _refuted(table, rel, why: str) -> dict:
         "map_value": np.full(truth.shape, -1, dtype=truth.dtype), "map_prob": nan,
         "map_hit": np.zeros(truth.shape, bool), "prob_exact": nan,
         "n_candidates": 0.0, "log_evidence": -math.inf, "refuted": why,
+        "approximate": 0, "route": "",
     }
 
 
@@ -256,6 +259,11 @@ def _assemble(rows, job) -> xr.Dataset:
                                            "(float; inf beyond float range; NaN unknown)"})
     data["log_evidence"] = (("table",), stack("log_evidence"),
                             {"definition": "log sum over candidates of prior x likelihood"})
+    approx = np.array([r.get("approximate", 0) for r in rows], dtype=np.int8)
+    data["approximate"] = (("table",), approx,
+                           {"definition": "1 where the intruder's posterior of this table "
+                                          "is approximate (Monte Carlo, or an approximate "
+                                          "likelihood), 0 where exact"})
     refuted = np.array([bool(r["refuted"]) for r in rows])
     data["refuted"] = (("table",), refuted,
                        {"definition": "the intruder's (misstated) mechanism cannot have made "
@@ -270,6 +278,8 @@ def _assemble(rows, job) -> xr.Dataset:
         "prior": job.intruder.describe(),
         "n_tables": len(rows),
         "n_refuted": int(refuted.sum()),
+        "n_approximate": int(approx.sum()),
+        "routes": ", ".join(sorted({r.get("route", "") for r in rows} - {""})),
         "seed_entropy": str(job.entropy),
         "seeding": "table i: original drawn with PCG64(SeedSequence(seed_entropy, "
                    "spawn_key=(i, 0))), protected with spawn_key=(i, 1)",

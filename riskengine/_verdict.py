@@ -414,7 +414,11 @@ def verdict(post_or_summary, truth=None, threshold: float | None = None,
     if pb is not None:
         cells["baseline_prob"] = (dims, pb)
         cells["baseline_mcse"] = (dims, mb)
-    return Verdict(passed=status == PASS, rule=pol.describe(measure), measure=measure,
+    rule = pol.describe(measure)
+    if baseline is not None and pol.measure != "expected":
+        rule += (f" and exceeds by more than {pol.gain:g} what the reference release "
+                 "gives")
+    return Verdict(passed=status == PASS, rule=rule, measure=measure,
                    threshold=thr, failing=failing, small=small, expected=expected,
                    n_cells=int(p.size), max_expected=pol.max_expected, reasons=reasons,
                    status=status, undecided=undecided, by_baseline=by_baseline,

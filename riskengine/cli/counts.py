@@ -142,10 +142,32 @@ def assess_policy(args):
         pol = pol.with_(**changes)
         if base is not None:
             from dataclasses import replace
-            pol = replace(pol, baseline=None if base == "none" else base)
+            pol = replace(pol, baseline="margins" if base == "margins" else None)
     except ValueError as exc:
         raise ValueError(f"--policy / options: {exc}") from None
     return pol
+
+
+def reference_release(args, rel):
+    """``--baseline RELEASE``: the reference release the verdict judges against (None for
+    ``margins`` / ``none``), checked to be a release of the same table."""
+    base = getattr(args, "baseline", None)
+    if base in (None, "margins", "none"):
+        return None
+    if not Path(base).is_file():
+        raise ValueError(f"--baseline {base!r}: margins, none, or the path of a reference "
+                         "release (JSON); no such file")
+    from ..release import Release
+    try:
+        ref = Release.load(base)
+    except ValueError as exc:
+        raise ValueError(f"--baseline {base}: not a release JSON ({exc})") from None
+    if tuple(ref.dims) != tuple(rel.dims) or tuple(ref.shape) != tuple(rel.shape) or any(
+            list(ref.coords[d]) != list(rel.coords[d]) for d in rel.dims):
+        raise ValueError(f"--baseline {base}: the reference release's table "
+                         f"{dict(zip(ref.dims, ref.shape))} is not the release's "
+                         f"{dict(zip(rel.dims, rel.shape))} (dims and labels must match)")
+    return ref
 
 
 def provenance(args, rel, seed=None) -> dict:
@@ -156,9 +178,9 @@ def provenance(args, rel, seed=None) -> dict:
 
     from .._version import __version__
     files = []
-    for name in ("release", "truth", "policy"):
+    for name in ("release", "truth", "policy", "baseline"):
         path = getattr(args, name, None)
-        if path:
+        if path and not (name == "baseline" and path in ("margins", "none")):
             digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
             files.append(f"{name} {path} sha256:{digest[:16]}")
     for path in getattr(args, "also", None) or ():
@@ -198,6 +220,7 @@ def cmd_assess(args) -> int:
         raise ValueError(f"truth table has shape {truth.shape}, the release {rel.shape}")
     prior = priors.parse(args.prior)
     policy = assess_policy(args)
+    reference = reference_release(args, rel)
     seconds = getattr(args, "time", None)
     prog = Progress("posterior")
     try:
@@ -210,7 +233,8 @@ def cmd_assess(args) -> int:
         print(line, file=sys.stderr)
     prog = Progress("baseline: the posterior of the totals alone")
     try:
-        v = verdict(post, truth, level=args.level, policy=policy, progress=prog)
+        v = verdict(post, truth, level=args.level, policy=policy, progress=prog,
+                    baseline=reference)
     finally:
         prog.close()
     rounds = 0
@@ -229,7 +253,8 @@ def cmd_assess(args) -> int:
             prog.close()
         prog = Progress("baseline: the posterior of the totals alone")
         try:
-            v = verdict(post, truth, level=args.level, policy=policy, progress=prog)
+            v = verdict(post, truth, level=args.level, policy=policy, progress=prog,
+                    baseline=reference)
         finally:
             prog.close()
     ds = post.to_dataset(truth, args.level)     # the summary, computed once
@@ -366,6 +391,9 @@ def cmd_protect(args) -> int:
                          + " (the table's layout; or a JSON array or a number); optional: "
                          + (", ".join(k for k, r in inputs.items() if not r) or "none"))
     rel = tidy_release(mech.protect(table, np.random.default_rng(args.seed), **kw))
+    # what was done, every parameter named (noisy counts: clip=True, no negative counts)
+    print(f"protected with {rel.mechanism.describe()}",
+          file=sys.stdout if args.out else sys.stderr)
     if args.out and rel.groups:         # subtotals are no row or column of a CSV table
         rel.save(args.out)
         print(f"release written to {args.out} (with subtotal groups: no published CSV "

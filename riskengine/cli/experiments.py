@@ -47,9 +47,12 @@ def cmd_compare(args) -> int:
             print(f"{n.ljust(w)}  FAILED (see below)")
             continue
         r = ds.sel(mechanism=n)
+        approx = ("  APPROXIMATE (routes " + str(r["routes"].values) + ")"
+                  if "approximate" in ds and np.nansum(r["approximate"].values) > 0 else "")
         print(f"{n.ljust(w)}  {float(r['risk']):8.4f}  {float(r['utility']):8.4f}  "
               f"{float(r['expected_exact'].mean()):8.3f}  "
-              f"{float(r['interval_width'].mean()):8.3f}  {float(r['l1'].mean()):8.2f}")
+              f"{float(r['interval_width'].mean()):8.3f}  {float(r['l1'].mean()):8.2f}"
+              + approx)
     print("risk = mean P(true value) for the intruder; utility = 1/(1 + mean user "
           "interval width)")
     path = out / "compare.nc"
@@ -96,6 +99,10 @@ def cmd_simulate(args) -> int:
     if ds.attrs.get("n_refuted"):
         print(f"{ds.attrs['n_refuted']} releases the intruder's mechanism cannot explain "
               "(refuted: left out of the calibration)")
+    if ds.attrs.get("n_approximate"):
+        print(f"APPROXIMATE: {ds.attrs['n_approximate']} of {ds.attrs['n_tables']} "
+              f"posteriors are approximate (routes {ds.attrs.get('routes')}): their "
+              "probabilities carry Monte Carlo or likelihood error")
     print(f"MAP hit rate {cal.attrs['overall_observed']:.4f}, mean claimed "
           f"{cal.attrs['overall_claimed']:.4f} (difference {cal.attrs['overall_z']:+.2f} s.e.)")
     print(f"{'P(MAP) bin':>12}  {'cells':>7}  {'claimed':>8}  {'observed':>8}  {'s.e.':>7}")

@@ -161,9 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--cells", choices=("sensitive", "all", "hidden"), default=None,
                    help="the cells the verdict judges (default sensitive: counts 1-2 and "
                         "declared cells; hidden: the cells the release hides)")
-    a.add_argument("--baseline", choices=("margins", "none"), default=None,
+    a.add_argument("--baseline", default=None, metavar="margins|none|RELEASE",
                    help="judge the release against what its totals alone disclose "
-                        "(margins, the default) or not (none)")
+                        "(margins, the default), against a reference release (its JSON: "
+                        "e.g. the same table under another mechanism), or not (none)")
     a.add_argument("--threshold", type=_threshold, default=None,
                    help="the policy's threshold: a judged cell FAILs when its Pr(true "
                         "value) (with --truth; else Pr(best guess)) is >= this (default "

@@ -101,6 +101,17 @@ def select_route(plan: Plan, route: str = "auto", what: str = "posterior"):
     return r, reason
 
 
+def _check_name(mech, route) -> None:
+    """A route name that is no route of ``mech``: an error listing the known ones (a typo
+    is answered first, whatever the request)."""
+    if not isinstance(route, str):
+        raise TypeError(f"route must be a str, got {type(route).__name__}")
+    every = [r.name for r in mech.routes]
+    if every and route not in ("auto", "mcmc", *every):
+        raise ValueError(f"unknown route {route!r} for {mech.name} releases; known: "
+                         f"{', '.join(['auto'] + every)}")
+
+
 def _candidates(plan: Plan, route: str, what: str, skipped: list):
     """The routes that may answer, in order, each as ``(route, reason, cost)``: the first that
     fits, then (``auto``) the next ones for when it refuses at its run (the caller adds its
@@ -108,12 +119,7 @@ def _candidates(plan: Plan, route: str, what: str, skipped: list):
     ValueError when none is left."""
     mech = plan.release.mechanism
     routes = tuple(mech.routes)
-    if not isinstance(route, str):
-        raise TypeError(f"route must be a str, got {type(route).__name__}")
-    every = [r.name for r in routes]
-    if routes and route not in ("auto", "mcmc", *every):   # a typo first, whatever `what`
-        raise ValueError(f"unknown route {route!r} for {mech.name} releases; known: "
-                         f"{', '.join(['auto'] + every)}")
+    _check_name(mech, route)
     if "window_cost" in plan.inputs:          # a parameter that sizes every window (a
         cost = plan.inputs["window_cost"]       # rounding base, a noise scale): before any
         if cost is not None:                    # route builds the windows, one line
@@ -393,6 +399,7 @@ def count_candidates(release, prior: Prior | None = None, *, route: str = "auto"
     """
     p = plan(release, prior, memory=memory, progress=progress, time=time)
     rel = p.release
+    _check_name(rel.mechanism, route)
     members = rel.releases if isinstance(rel, ReleaseSet) else (rel,)
     # every table is a candidate when each release's likelihood is positive everywhere
     # (its routes say why they cannot count): decided here, before any route is sized

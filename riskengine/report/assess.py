@@ -66,15 +66,17 @@ def _assess(doc: _Doc, ds: xr.Dataset, post=None, release=None) -> None:
                + ("; dashed: published value" if "published" in ds else "")
                + ("; red: true value" if has_true else ""))
     doc.add("<h2>Per-cell risk table</h2>")
+    base = "baseline_prob" in ds
     if base:
-        doc.add('<p class="note">From the totals alone: the same probability under the '
-                f"verdict's baseline ({_e(str(ds.attrs.get('baseline', '')))}); judged: the "
-                "cells the policy judges.</p>")
+        what = _e(str(ds.attrs.get("baseline", "")))
+        doc.add('<p class="note">From the totals alone (or the reference release): the same '
+                f"probability under the verdict's baseline ({what}); judged: the cells the "
+                "policy judges.</p>")
     header = ["cell", "published", "mode", "Pr(mode)", "Pr(published)"]
     header += ["true", "Pr(true)"] if has_true else []
-    base = "baseline_prob" in ds
+    ref = str(ds.attrs.get("baseline", "")).startswith("the reference release")
     if base:                         # the verdict's baseline beside the release
-        header += ["from the totals alone"]
+        header += ["from the reference release" if ref else "from the totals alone"]
     if "judged" in ds:
         header += ["judged"]
     header += [f"{round(lvl * 100)}% interval"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ._page import _attr_pairs, _breakable, _dl, _Doc, _Html, _num, _pm, _table
+from ._page import _attr_pairs, _breakable, _dl, _Doc, _e, _Html, _num, _pm, _table
 
 
 def _mean_se(a) -> str:
@@ -44,6 +44,16 @@ def _compare(doc: _Doc, ds: xr.Dataset) -> None:
                 "<p>These mechanisms have no numbers below; the others were compared as "
                 "usual.</p>" + _table(["mechanism", "why it failed"], list(failed.items())))
     doc.add("<h2>Setting</h2>" + _dl(setting + _attr_pairs(ds)))
+    if "approximate" in ds:
+        ap = [n for i, n in enumerate(names) if np.nansum(
+            ds["approximate"].transpose("mechanism", "draw").values[i]) > 0]
+        if ap:
+            routes = {str(n): str(r) for n, r in zip(ds["mechanism"].values,
+                                                     ds["routes"].values)}
+            doc.add('<p class="note">APPROXIMATE: the posteriors of '
+                    + ", ".join(f"{_e(n)} (routes {_e(routes.get(n, '?'))})" for n in ap)
+                    + " are approximate (Monte Carlo, or an approximate likelihood); "
+                    "their risk and utility carry that error.</p>")
     doc.add("<h2>Risk-utility map</h2>")
     ok = [n for n in names if n not in failed]
     doc.figure("ru_map", plots.ru_map(ds.sel(mechanism=ok) if failed else ds),

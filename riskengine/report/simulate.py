@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ._page import _MAX_ROWS, _attr_pairs, _cell_name, _dl, _Doc, _num, _table
+from ._page import _MAX_ROWS, _attr_pairs, _cell_name, _dl, _Doc, _e, _num, _table
 
 
 def _simulate(doc: _Doc, ds: xr.Dataset) -> None:
@@ -17,6 +17,10 @@ def _simulate(doc: _Doc, ds: xr.Dataset) -> None:
     ok = np.isfinite(hit) & np.isfinite(mp)
     k, n = hit[ok].sum(), ok.sum()
     lo, hi = plots.binomial_interval(k, n)
+    if int(ds.attrs.get("n_approximate", 0)):
+        doc.add(f'<p class="note">APPROXIMATE: {int(ds.attrs["n_approximate"])} of {ntab} '
+                f"posteriors are approximate (routes {_e(str(ds.attrs.get('routes')))}): "
+                "their probabilities carry Monte Carlo or likelihood error.</p>")
     doc.add("<h2>Setting</h2>" + _dl([("tables", _num(ntab)),
                                        ("cells per table", _num(np.prod(hit.shape[1:])))]
                                       + _attr_pairs(ds)))

@@ -304,3 +304,25 @@ def test_assess_text_gives_a_huge_count_for_people(tmp_path, capsys):
     assert "candidate original tables: about 3.21e+22 (23 digits; exact in posterior.nc)" in out
     assert "32067665307222924062189" not in out
     assert "log evidence: 51.8221\n" in out
+
+
+def test_protect_says_the_mechanism_and_noisy_counts_clip_by_default(tmp_path, capsys):
+    """Noisy counts publish no negative count unless asked (clip=True by default), and
+    protect says so; --param clip=false gives the raw measurements."""
+    csv = tmp_path / "t.csv"
+    csv.write_text("v\\w,a,b,c\nx,0,1,0\ny,1,0,2\n")
+    out = tmp_path / "n.json"
+    assert main(["protect", str(csv), "--mechanism", "noise", "--param", "scale=3",
+                 "--seed", "2", "--out", str(out)]) == 0
+    assert "protected with NoisyCounts(distribution=geometric, scale=3.0, clip=True)" in \
+        capsys.readouterr().out
+    rel = rk.Release.load(out)
+    assert (rel.published >= 0).all() and all((m >= 0).all() for m in rel.margins.values())
+    raw = []
+    for seed in range(6):
+        path = tmp_path / f"r{seed}.json"
+        assert main(["protect", str(csv), "--mechanism", "noise", "--param", "scale=3",
+                     "--param", "clip=false", "--seed", str(seed), "--out", str(path)]) == 0
+        raw.append(rk.Release.load(path))
+    assert any((r.published < 0).any() for r in raw)     # what clip=True keeps out
+    assert "clip=False" in capsys.readouterr().out

@@ -216,3 +216,109 @@ def test_cli_time_budget_says_the_route_passed_over(tmp_path, capsys):
     assert "route: gibbs" in cap.out
     with pytest.raises(SystemExit):
         main(["assess", str(rel), "--time", "-1"])
+
+
+def test_the_frequency_rule_says_which_counts_are_sensitive():
+    coords = {"a": [0, 1, 2]}
+    p = rk.Policy(rule=rk.sensitivity.Frequency(4, zeros=True))
+    assert (p.small, p.zeros) == (3, True)
+    vals = np.array([0, 3, 4])
+    np.testing.assert_array_equal(p.judged(vals, coords, ("a",)),
+                                  rk.sensitivity.Frequency(4, zeros=True).sensitive(vals))
+    with pytest.raises(ValueError, match="policy rule must be the frequency rule"):
+        rk.Policy(rule=rk.sensitivity.PPercent(10))
+
+
+def test_cli_reference_release_and_approximate_route(tmp_path, capsys):
+    """--baseline RELEASE judges against a named reference release; the binomial
+    release's approximate per-cell route says APPROXIMATE and never PASSes."""
+    csv = tmp_path / "t.csv"
+    csv.write_text("r\\c,a,b\nx,3,1\ny,2,5\n")
+    bi, mo = tmp_path / "bi.json", tmp_path / "mo.json"
+    assert main(["protect", str(csv), "--mechanism", "binomial", "--param", "S=2",
+                 "--seed", "4", "--out", str(bi)]) == 0
+    assert main(["protect", str(csv), "--mechanism", "margins", "--out", str(mo)]) == 0
+    capsys.readouterr()
+    assert main(["assess", str(bi), "--truth", str(csv), "--route", "cells", "--no-report",
+                 "--threshold", "1", "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "route: cells" in out and "APPROXIMATE: per-cell likelihoods" in out
+    assert "VERDICT: UNDECIDED (on an approximate posterior)" in out
+    assert main(["assess", str(bi), "--truth", str(csv), "--no-report", "--cells", "all",
+                 "--baseline", str(mo), "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "baseline: the reference release given (MarginsOnly())" in out
+    assert "what the reference release gives" in out
+    with xr.open_dataset(tmp_path / "o" / "posterior.nc") as ds:
+        assert f"baseline {mo} sha256:" in ds.attrs["provenance_inputs"]
+        post = rk.posterior(rk.Release.load(bi))
+        ref = rk.posterior(rk.Release.load(mo)).prob_exact(np.array([[3, 1], [2, 5]]))
+        np.testing.assert_allclose(ds["baseline_prob"].values, ref.values, atol=1e-12)
+        assert post.attrs["route"] == ds.attrs["route"]
+    assert main(["assess", str(bi), "--baseline", str(tmp_path / "nope.json")]) == 2
+    assert "--baseline" in capsys.readouterr().err
+
+
+def test_the_readme_policy_file_is_a_policy(tmp_path):
+    import re
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```toml\n(.*?)```", text, re.DOTALL) if "[policy]" in b]
+    assert len(blocks) == 1
+    f = tmp_path / "board.toml"
+    f.write_text(blocks[0])
+    assert rk.Policy.from_toml(f) == rk.Policy(declared=[["London", "85+"]])
+
+
+@pytest.mark.slow
+def test_cli_until_decided_runs_longer_chains(tmp_path, capsys):
+    """A threshold at a Monte Carlo cell's own estimate: UNDECIDED; --until-decided runs
+    again with 4x the draws (and says so) until decided or three rounds."""
+    out = tmp_path / "o"
+    base = ["assess", "--route", "gibbs", "--cells", "all", "--baseline", "none",
+            "--no-report", "--out", str(out)]
+    assert main(base) == 0
+    capsys.readouterr()
+    with xr.open_dataset(out / "posterior.nc") as ds:
+        p = ds["prob_exact"].values
+        m = ds["mcse_prob_exact"].values
+        draws = int(ds.attrs["draws"])
+    k = np.unravel_index(int(np.argmax(np.where(m > 0, p, -1))), p.shape)
+    thr = float(p[k])
+    assert main([*base, "--threshold", repr(thr), "--strict"]) == 3
+    cap = capsys.readouterr()
+    assert "VERDICT: UNDECIDED" in cap.out and "--strict: the verdict is UNDECIDED" in cap.err
+    assert main([*base, "--threshold", repr(thr), "--until-decided"]) == 0
+    cap = capsys.readouterr()
+    assert f"running again with {4 * draws} draws per chain (round 1 of at most 3)" in cap.err
+    with xr.open_dataset(out / "posterior.nc") as ds:
+        assert int(ds.attrs["draws"]) >= 4 * draws
+        assert ds.attrs["verdict"] in ("PASS", "FAIL", "UNDECIDED")
+
+
+def test_compare_says_which_mechanisms_were_approximate():
+    t = rk.Table(np.array([[3, 1, 2], [2, 4, 1], [1, 2, 5]]), dims=("v", "w"))
+    ds = rk.compare(t, {"cell key": rk.CellKey(D=2, V=1.0, js=0),
+                        "cyclic": rk.CyclicPerturbation(rk.cycles.diagonal(3), 0.25, 0.25)},
+                    draws=2, rng=np.random.default_rng(0))
+    approx = ds["approximate"].sel(mechanism="cell key").values
+    assert (approx == 1).all() and (ds["approximate"].sel(mechanism="cyclic") == 0).all()
+    assert ds.attrs["approximate"] == 1
+    assert str(ds["routes"].sel(mechanism="cell key").values) == "dp"
+    from riskengine.report import render_report
+    html, _ = render_report(ds)
+    assert "APPROXIMATE: the posteriors of cell key (routes dp)" in html
+
+
+def test_simulate_counts_the_approximate_posteriors():
+    gen = rk.generators.Poisson(rate=2.0, shape=(3, 3))
+    ds = rk.simulate(generator=gen, mechanism=rk.CellKey(D=2, V=1.0, js=0),
+                     intruder=rk.priors.Uniform(), n_tables=3, rng=np.random.default_rng(0))
+    assert ds.attrs["n_approximate"] == int(ds["approximate"].sum()) == 3
+    assert "dp" in ds.attrs["routes"]
+    exact = rk.simulate(generator=gen, mechanism=rk.MarginsOnly(),
+                        intruder=rk.priors.Uniform(), n_tables=2,
+                        rng=np.random.default_rng(0))
+    assert exact.attrs["n_approximate"] == 0
+    from riskengine.report import render_report
+    assert "APPROXIMATE: 3 of 3 posteriors" in render_report(ds)[0]

@@ -80,7 +80,8 @@ class IndependentCells(Route):
     def estimate(self, plan, what="posterior"):
         cw = plan.inputs["cells"]
         n = cw.row.size * cw.loglik.shape[-1]
-        return Cost(float(8 * 4 * n), f"{n} window values of the cells")
+        return Cost(float(8 * 4 * n), f"{n} window values of the cells",
+                    seconds=1e-3 + n / 2e7)   # a prior and a normalisation per value
 
     def run(self, plan, *, count=True):
         release = plan.release

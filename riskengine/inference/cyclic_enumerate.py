@@ -261,8 +261,11 @@ class CyclicEnumerate(Route):
 
     def estimate(self, plan, what="posterior"):
         pb = problem(plan)
+        # every one of 3^m sign vectors, each updating the groups it touches
+        secs = 1e-3 + 3.0 ** pb.m * (pb.G + 1) / 1e8
         return Cost(float(pb.G * (2 * pb.K + 1) * 8 * 40),
-                    f"group histograms of {pb.G} groups")
+                    f"group histograms of {pb.G} groups, 3^{pb.m} sign vectors",
+                    seconds=secs)
 
     def run(self, plan, *, count=True):
         release, progress = plan.release, plan.progress

@@ -11,6 +11,8 @@ implied by the 2-way ones: they get the flat window their 2-way parent allows.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from kernels import table_enum
@@ -120,11 +122,14 @@ class Enumerate3D(Route):
         n = sum(int(np.prod(np.shape(v), dtype=np.int64)) for v in ew.lw.values())
         # the walk's length is known only by walking: a probe of AUTO_STEPS steps, whose
         # result the run re-uses when it finished
+        t0 = time.perf_counter()
         _, res = self._run(plan, AUTO_STEPS)
+        probe = time.perf_counter() - t0   # the whole walk when the probe finished it
         long = "" if res is None or res["count"] >= 0 else (
             f"the enumeration did not finish within {AUTO_STEPS:.0e} steps (about 2 s; the "
             "candidate tables are too many to list)")
-        return Cost(float(8 * 4 * n), f"histograms of {n} window values", too_long=long)
+        return Cost(float(8 * 4 * n), f"histograms of {n} window values", too_long=long,
+                    seconds=max(probe, 1e-6))
 
     @staticmethod
     def _run(plan, max_steps: int = 0):

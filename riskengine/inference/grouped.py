@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..protocol import Cost, Route, RouteResult
-from ._plan import prepared
 from . import table_dp as dp
+from ._plan import prepared
 from .windows import EntryWindows, exact, flat
 
 __all__ = ["Grouped2D"]
@@ -45,9 +45,11 @@ class Grouped2D(Route):
 
     def estimate(self, plan, what="posterior"):
         _, pieces = prepared(plan, "grouped", lambda: _pieces(plan.release, plan.prior))
-        need = [dp.memory(win, what) for _, _, win, _ in pieces if win is not None]
+        wins = [win for _, _, win, _ in pieces if win is not None]
+        need = [dp.memory(win, what) for win in wins]
+        secs = sum(dp.seconds(win, what) for win in wins)     # the pieces run one by one
         return Cost(float(max((b for b, _ in need), default=0.0)),
-                    "; ".join(d for _, d in need) or "no candidate")
+                    "; ".join(d for _, d in need) or "no candidate", seconds=secs)
 
     def run(self, plan, *, count=True):
         release, memory = plan.release, plan.memory

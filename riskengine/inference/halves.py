@@ -157,8 +157,11 @@ class Halves(Route):
     def estimate(self, plan, what="posterior"):
         g, e = self._plan(plan)
         r, m = e.shape
+        # each half's column-sum vectors are listed, then paired by their sums
+        # (benchmarks/route_seconds.py: about 0.7 microseconds a vector and column)
+        secs = float(g) * m * 7e-7
         return Cost(float(8 * 64 * r * m * (np.shape(e.interior[1])[-1] + 1) + 60 * 2 ** 20),
-                    f"{g:.3g} column-sum vectors of two row halves")
+                    f"{g:.3g} column-sum vectors of two row halves", seconds=secs)
 
     def run(self, plan, *, count=True):
         release = plan.release

@@ -39,6 +39,9 @@ __all__ = ["MAX_WORK", "Group", "JointEnumeration", "JointModel", "group_windows
 #: estimates run at 2-5e8 per second on this 2-core machine (2 x 3 to 3 x 4 tables), so
 #: about a second: ``route="auto"`` stays quick and falls back to the per-cell route
 MAX_WORK = 3e8
+#: steps of the joint enumeration per second (candidate x likelihood steps; measured in
+#: benchmarks/route_seconds.py, a busy 2-core machine: conservative)
+STEPS_PER_SECOND = 3e8
 
 #: (cell, value) pairs the route looks at before it counts candidates: a group of K cells
 #: with total n has K (n + 1); past this the route does not apply (n in the thousands with
@@ -154,7 +157,10 @@ class JointEnumeration(Route):
         if model.refusal:
             return Cost(np.inf, model.refusal)
         mem = max(s * (len(g.cells) + 4) * 8 * 2 for s, g in zip(sizes, model.groups))
-        return Cost(float(mem), f"{sum(sizes):.3g} candidate tables")
+        work = sum(s * (g.cost + len(g.cells)) for s, g in zip(sizes, model.groups))
+        secs = float(work) / STEPS_PER_SECOND
+        return Cost(float(mem), f"{sum(sizes):.3g} candidate tables, about {secs:.2g} s",
+                    seconds=secs)
 
     # --- enumeration ----------------------------------------------------------------------
     @staticmethod

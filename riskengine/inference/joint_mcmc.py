@@ -56,8 +56,8 @@ from kernels import multinomial_chain as mchain
 
 from ..protocol import Cost
 from ..table import default_margins
-from ._plan import prepared
 from . import _chains
+from ._plan import prepared
 from .gibbs import BlockGibbs
 from .joint import JointEnumeration, group_windows
 
@@ -288,7 +288,7 @@ class JointMCMC(BlockGibbs):
                   f"about {secs:.3g} s")
         too_long = (f"the Monte Carlo route would take about {secs:.3g} s, more than "
                     f"route='auto' waits ({MAX_SECONDS:.0f} s)" if secs > MAX_SECONDS else "")
-        return Cost(mem, detail, too_long)
+        return Cost(mem, detail, too_long, seconds=secs)
 
     # --- running ----------------------------------------------------------------------------
     def _starts(self, gc: _GroupChain, P, rng) -> list:

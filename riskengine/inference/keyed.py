@@ -38,6 +38,8 @@ MAX_GRID = 100_000
 #: coefficients a call may combine before ``auto`` passes the route over (about 1e9 a
 #: second with NumPy on one core)
 _MAX_WORK = 3e10
+#: polynomial coefficients combined per second (benchmarks/route_seconds.py)
+_COEFFS_PER_SECOND = 1e8
 
 
 def _log(x):
@@ -320,7 +322,8 @@ class KeyIntegration(Route):
             states = float(S) * N * min(N, m * N) + 1
             return Cost(200.0 * states, f"{S} running sums x {N} arc starts x {N} lengths",
                         "" if states * W * m < 1e7 else
-                        f"about {states * W * m:.2g} states to count")
+                        f"about {states * W * m:.2g} states to count",
+                        seconds=states * W * m / 1e7)
         D = m + 2                            # the largest degree; about half on average
         stored = 8.0 * 2 * (m + 1) * S * N * D / 2
         Dm = m / 2 + 2
@@ -328,7 +331,7 @@ class KeyIntegration(Route):
         too_long = (f"about {work:.2g} polynomial coefficients to combine ({m} cells a "
                     f"total, {S} running sums, a grid of {N})" if work > _MAX_WORK else "")
         return Cost(stored, f"{m} cells x {S} running sums x {N} grid segments x degree {D}",
-                    too_long)
+                    too_long, seconds=0.01 + work / _COEFFS_PER_SECOND)
 
     def _groups(self, plan):
         release = plan.release

@@ -288,9 +288,13 @@ class KeyGibbs(Route):
     def estimate(self, plan, what="posterior"):
         release = plan.release
         cells = int(np.prod(release.shape, dtype=np.int64))
+        # a sweep updates every cell's count and key (and tries the pattern moves): ~8
+        # microseconds a cell (benchmarks/route_seconds.py)
+        secs = 0.05 + self.chains * (self.warmup + self.draws) * cells * 8e-6
         return Cost(float(8 * self.chains * self.draws * cells * 3 + 20e6),
                     f"{self.chains} chains x {self.draws} draws of "
-                    f"{' x '.join(map(str, release.shape))} tables")
+                    f"{' x '.join(map(str, release.shape))} tables, about {secs:.2g} s",
+                    seconds=secs)
 
     def run(self, plan, *, count=True):
         from .gibbs import BlockGibbs  # its Monte Carlo result and diagnostics

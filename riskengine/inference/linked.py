@@ -297,7 +297,8 @@ class LinkedDP(Route):
         slow = (f"{work:.3g} state x value steps (about {work / 1e7:.0f} s), more than "
                 f"route='auto' waits for ({MAX_WORK:.0e})" if work > MAX_WORK else "")
         return Cost(model.memory(), f"{p.total_cells:.3g} partial-sum states over "
-                                    f"{len(p.vlo)} cells, widest {p.peak:.3g}", slow)
+                                    f"{len(p.vlo)} cells, widest {p.peak:.3g}", slow,
+                    seconds=work / 1e7)
 
     def run(self, plan, *, count=True):
         release, progress, memory = plan.release, plan.progress, plan.memory

@@ -88,8 +88,10 @@ class LinkedGibbs(BlockGibbs):
         release = plan.release
         cells = int(np.prod(release.shape, dtype=np.int64))
         n = self.chains * self.draws
+        secs = self.chains * (self.warmup + self.draws) * cells * 2e-6
         return Cost(float(8 * n * 2 * cells + 50e6),
-                    f"{self.chains} chains x {self.draws} draws of {cells} cells")
+                    f"{self.chains} chains x {self.draws} draws of {cells} cells, about "
+                    f"{secs:.2g} s", seconds=secs)
 
     def run(self, plan, *, count=True):
         release, prior, progress = plan.release, plan.prior, plan.progress

@@ -63,7 +63,9 @@ def _compare(doc: _Doc, ds: xr.Dataset) -> None:
     per_draw = [v for v in ds.data_vars if ds[v].dims in (("mechanism", "draw"),
                                                            ("draw", "mechanism"))]
     per_mech = [v for v in ds.data_vars if ds[v].dims == ("mechanism",)]
-    cols = per_mech + [v for v in per_draw if v not in ("risk_draw", "utility_draw")]
+    # approximate: in the note above the map (a column of it would widen the table)
+    cols = per_mech + [v for v in per_draw if v not in ("risk_draw", "utility_draw",
+                                                         "approximate")]
     header = ["mechanism"] + [_Html(f'{_breakable(c)}<span class="pm">mean ± SE</span>')
                               if c in per_draw else _breakable(c) for c in cols]
     rows = []

@@ -219,7 +219,8 @@ class Release:
         riskengine.tabular.TabularSystem
             The system of the release's dims, shape, published structure and groups.
         """
-        return tabular_system(self.dims, self.shape, self.structure, self.groups)
+        return tabular_system(self.dims, self.shape, self.structure, self.groups,
+                              coords=self.coords)
 
     def cell_vector(self, system=None) -> np.ndarray:
         """Every cell of the release as one float vector in ``system`` order (interior,

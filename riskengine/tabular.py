@@ -18,7 +18,7 @@ Variables are laid out block by block (interior first, C order inside a block); 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -105,6 +105,9 @@ class TabularSystem:
         One block per configuration, the interior first.
     A : scipy.sparse.csr_matrix
         The equations, one row each, over the ``n_var`` cells; entries in {-1, 0, 1}.
+    coords : dict, optional
+        The table's categories: :meth:`labels` (and every error naming a cell of the
+        system) names cells by them.
 
     Examples
     --------
@@ -125,6 +128,8 @@ class TabularSystem:
     groups: dict                     #: {dim: tuple of tuples of category indices}
     blocks: tuple                    #: Block per configuration, interior first
     A: sp.csr_matrix                 #: equations x n_var, entries in {-1, 0, 1}
+    #: the table's categories (``{dim: labels}``), for the labels of errors; None: none given
+    coords: dict | None = field(default=None, compare=False, repr=False)
 
     @property
     def n_var(self) -> int:
@@ -254,6 +259,7 @@ class TabularSystem:
         >>> lab[1], lab[4], lab[7], lab[-1]
         ('(North, 65+)', '(North, total)', '(total, 65+)', '(total, total)')
         """
+        coords = self.coords if coords is None else coords
         named = coords is not None and any(
             list(coords.get(d, range(n))) != list(range(n)) for d, n in zip(self.dims, self.shape))
         out = []
@@ -286,7 +292,7 @@ class TabularSystem:
                          for g in self.groups[b.grouped]], axis=ax)
 
 
-def tabular_system(dims, shape, structure=None, groups=None) -> TabularSystem:
+def tabular_system(dims, shape, structure=None, groups=None, coords=None) -> TabularSystem:
     """Build ``T`` for a table with ``dims``/``shape`` and published ``structure``.
 
     Parameters
@@ -300,6 +306,8 @@ def tabular_system(dims, shape, structure=None, groups=None) -> TabularSystem:
     groups : dict, optional
         ``{dim: [[category indices], ...]}``: one level of subtotals along ``dim``;
         the groups must partition the categories.
+    coords : dict, optional
+        ``{dim: categories}``: the system names its cells by them (:meth:`TabularSystem.labels`).
 
     Returns
     -------
@@ -381,7 +389,9 @@ def tabular_system(dims, shape, structure=None, groups=None) -> TabularSystem:
                           shape=(n_eq, off))
     else:
         A = sp.csr_matrix((0, off))
-    return TabularSystem(dims, shape, tuple(structure), groups, tuple(blocks), A)
+    return TabularSystem(dims, shape, tuple(structure), groups, tuple(blocks), A,
+                         coords=None if coords is None else
+                         {d: list(coords[d]) for d in dims if d in coords})
 
 
 def aggregation(dims, shape, keeps) -> sp.csr_array:

@@ -240,7 +240,7 @@ def contributions(data, dims, value: str, categories: dict | None = None,
     if any(s == 0 for s in shape):
         raise ValueError(f"every dim needs at least one category, got shape {shape}")
     table0 = Table(np.zeros(shape), dims=dims, coords=labels, margins=margins, kind="magnitude")
-    system = tabular_system(dims, shape, table0.margins)
+    system = tabular_system(dims, shape, table0.margins, coords=table0.coords)
     if respondent is not None:
         _, rid = np.unique(np.asarray(cols[respondent], dtype=object).astype(str),
                            return_inverse=True)

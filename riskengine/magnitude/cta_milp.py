@@ -168,7 +168,8 @@ def prepare(table, sensitive, protection, capacity, objective, preserve, directi
     eps = float(epsilon)
     if not (np.isfinite(eps) and eps >= 0):
         raise ValueError(f"epsilon must be a finite number >= 0, got epsilon={epsilon!r}")
-    system = tabular_system(table.dims, table.shape, table.margins, groups)
+    system = tabular_system(table.dims, table.shape, table.margins, groups,
+                            coords=table.coords)
     a = system.vector(table.values).astype(float)
     check_coverage(sensitive, "sensitive")
     check_coverage(protection, "protection")

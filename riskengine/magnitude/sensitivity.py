@@ -660,7 +660,7 @@ def assess(contribs, rule: Rule) -> xr.Dataset:
                              "counts or a Contributions object (rk.contributions(...)); "
                              "this table holds magnitudes: build it with rk.contributions "
                              "from the microdata")
-        system = tabular_system(t.dims, t.shape, t.margins)
+        system = tabular_system(t.dims, t.shape, t.margins, coords=t.coords)
         counts = system.vector(t.values).astype(float)
         s = np.where(counts == 0, float(rule.n) if rule.zeros else 0.0, rule.n - counts)
         p_low, p = rule.protection_levels(counts)

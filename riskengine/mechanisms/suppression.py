@@ -274,7 +274,8 @@ class CellSuppression(Mechanism):
             table = table.table
         if not isinstance(table, Table):
             table = Table(table)
-        system = tabular_system(table.dims, table.shape, table.margins, groups)
+        system = tabular_system(table.dims, table.shape, table.margins, groups,
+                                coords=table.coords)
         x = system.vector(table.values).astype(float)
         if isinstance(sensitive, Rule):             # a count table: the rule counts
             if not isinstance(rule, Frequency) or table.kind != "count":

@@ -114,7 +114,8 @@ def test_cta_on_counts_moves_whole_numbers_and_stays_a_count_release():
         _check_count_cta(t, sens, prot, rk.cta(t, sens, prot, capacity=0.5 * t.values, **kw))
 
 
-def test_cta_on_random_count_tables(rng=np.random.default_rng(27)):
+def test_cta_on_random_count_tables():
+    rng = np.random.default_rng(27)
     for _ in range(6):
         T = rng.integers(1, 20, size=(3, 4))
         t = rk.Table(T, dims=("r", "c"))
@@ -220,3 +221,20 @@ def test_labels_by_position_without_labels():
     named = s.labels({"v": ["a", "b"], "w": ["x", "y"]})
     assert named[:4] == ["(a, x)", "(a, y)", "(b, x)", "(b, y)"]
     assert "(group a + b, x)" in named and "(total, total)" in named
+
+
+def test_solver_errors_name_cells_by_label():
+    """The tabular system carries the table's categories: the suppression solver's and
+    the protection inputs' errors name cells by label, not position."""
+    t = rk.Table(np.array([[20., 10, 20], [10, 10, 20]]), dims=("r", "c"),
+                 coords={"r": ["North", "South"], "c": ["0-15", "16-64", "65+"]})
+    sens = np.array([[True, False, False], [False, False, False]])
+    with pytest.raises(ValueError, match=r"got -1 at \(North, 0-15\)"):
+        rk.suppress(t, sens, protection=-1)
+    nan = np.nan
+    rel = rk.Release(np.array([[nan, nan, 3.0], [nan, nan, 4.0]]),
+                     margins={("r",): [6.0, 9.0], ("c",): [5.0, 3.0, 7.0], (): 15.0},
+                     mechanism=rk.CellSuppression(), dims=("r", "c"),
+                     coords={"r": ["North", "South"], "c": ["0-15", "16-64", "65+"]})
+    assert rel.system().labels()[:2] == ["(North, 0-15)", "(North, 16-64)"]
+    assert rel.system().labels()[-1] == "(total, total)"

@@ -198,23 +198,26 @@ def margins_baseline(post, truth=None, time: float | None = 60.0, progress=None)
         return None, "none (releases with subtotals: not yet)"
     if rel.kind != "count":
         return None, "none (a magnitude release: the audit judges it)"
+    # the baseline is what the published totals disclose: it exists when they are the
+    # original's exact totals (perturbed totals disclose less than exact ones, and an
+    # excuse built on exact totals could pass a release that discloses more than them)
+    perturbed = ("none (the release perturbs its totals: what they alone disclose is not "
+                 "computed; every judged cell is judged as it is)")
+    margins = {k: np.asarray(v, float) for k, v in rel.margins.items()}
+    if any(np.isnan(v).any() for v in margins.values()):
+        return None, "none (a published total is suppressed)"
     if truth is not None:
         t = np.asarray(post._values(truth), dtype=float)
-        margins = {k: t.sum(axis=tuple(i for i, d in enumerate(rel.dims) if d not in k))
-                   for k in rel.margins}
-        same = all(np.array_equal(np.asarray(margins[k], float),
-                                  np.asarray(rel.margins[k], float)) for k in margins)
-        text = "the original's totals" + ("" if same else
-                                          " (the release publishes perturbed ones)")
+        if not all(np.array_equal(margins[k], t.sum(axis=tuple(
+                i for i, d in enumerate(rel.dims) if d not in k))) for k in margins):
+            return None, perturbed
+        text = "the original's totals"
     else:
-        margins = {k: np.asarray(v, float) for k, v in rel.margins.items()}
-        if any(np.isnan(v).any() for v in margins.values()):
-            return None, "none (a published total is suppressed)"
-        if any((v < 0).any() or (v != np.round(v)).any() for v in margins.values()):
-            return None, "none (the published totals are not counts)"
-        text = "the published totals, taken as exact"
+        if not _totals_exact(rel):
+            return None, perturbed
+        text = "the published totals (exact under this mechanism)"
     from .mechanisms.margins_only import MarginsOnly
-    if isinstance(rel.mechanism, MarginsOnly) and text == "the original's totals":
+    if isinstance(rel.mechanism, MarginsOnly):
         return post, "the margins-only release of the same totals: the release itself"
     try:
         base = Release(None, margins={k: np.asarray(v).astype(np.int64)
@@ -231,7 +234,19 @@ def margins_baseline(post, truth=None, time: float | None = 60.0, progress=None)
                 f"{bp.attrs.get('route')}{', approximate' if not bp.exact else ''})")
 
 
-def _baseline_arrays(bp, values, monte_carlo_ok=True):
+def _totals_exact(rel) -> bool:
+    """Whether ``rel``'s mechanism publishes its totals exactly: every total's likelihood
+    window holds one value (the entry windows), or, for a mechanism without windows (cycles,
+    resampling's joint model), it is additive (its totals are the cells' sums)."""
+    try:
+        ew = rel.mechanism.inputs(rel)["windows"]
+    except (KeyError, ValueError, TypeError, NotImplementedError):
+        return bool(rel.mechanism.additive)
+    return all((np.isfinite(np.asarray(ew.lw[k])).sum(axis=-1) == 1).all()
+               for k in rel.margins if k in ew.lw)
+
+
+def _baseline_arrays(bp, values):
     """Baseline probabilities at ``values`` and their MCSE (0 for an exact baseline)."""
     pb = bp._prob_at(np.asarray(values, np.int64))
     mb = bp._mcse_at(values) if bp.chains is not None else np.zeros(pb.shape)

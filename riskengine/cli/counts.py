@@ -231,12 +231,15 @@ def cmd_assess(args) -> int:
     line = _route_line(post)
     if line:
         print(line, file=sys.stderr)
-    prog = Progress("baseline: the posterior of the totals alone")
-    try:
-        v = verdict(post, truth, level=args.level, policy=policy, progress=prog,
-                    baseline=reference)
-    finally:
-        prog.close()
+    def judge(post):
+        prog = Progress("baseline: the posterior of the totals alone")
+        try:
+            return verdict(post, truth, level=args.level, policy=policy, progress=prog,
+                           baseline=reference)
+        finally:
+            prog.close()
+
+    v = judge(post)
     rounds = 0
     while (getattr(args, "until_decided", False) and v.status == UNDECIDED
            and post.diagnostics is not None and rounds < 3):
@@ -251,12 +254,7 @@ def cmd_assess(args) -> int:
                              memory=args.memory, mcmc=MonteCarlo(draws=draws))
         finally:
             prog.close()
-        prog = Progress("baseline: the posterior of the totals alone")
-        try:
-            v = verdict(post, truth, level=args.level, policy=policy, progress=prog,
-                    baseline=reference)
-        finally:
-            prog.close()
+        v = judge(post)
     ds = post.to_dataset(truth, args.level)     # the summary, computed once
     if "mcse_prob_exact" not in ds and truth is not None and post.chains is not None:
         ds["mcse_prob_exact"] = post.summary(truth, args.level)["mcse_prob_exact"]

@@ -15,14 +15,7 @@ import riskengine as rk
 from riskengine._io import read_published
 from riskengine.cli import main
 from riskengine.cli.output import count_text, log_text
-
-
-def one_line_error(capsys) -> str:
-    err = capsys.readouterr().err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("riskengine: error: "), err
-    return lines[0]
+from tests.uses.test_cli_refusals import one_line_error
 
 
 def _release(path) -> dict:

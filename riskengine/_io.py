@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
-import tempfile
 from itertools import combinations, product
 from pathlib import Path
 
@@ -19,6 +17,7 @@ import xarray as xr
 
 # TOTAL_LABELS is defined with the table (from_pandas reads totals too); _io.TOTAL_LABELS
 # stays the name it always was
+from ._atomic import _write_atomically, atomic_write_bytes, atomic_write_text
 from .table import TOTAL_LABELS, Table, total_positions  # noqa: F401
 from .table import _is_total_label as _is_total
 
@@ -35,40 +34,6 @@ __all__ = [
     "tidy",
     "write_published",
 ]
-
-
-def _write_atomically(path, write) -> None:
-    """``write(tmp_path)`` into a temporary file beside ``path``, then rename it into place.
-
-    The file gets the mode of the file it replaces, or the usual 0644 (``mkstemp``
-    alone would leave 0600).
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_text(path, text: str) -> None:
-    def write(tmp):
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    _write_atomically(path, write)
-
-
-def atomic_write_bytes(path, data: bytes) -> None:
-    def write(tmp):
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-    _write_atomically(path, write)
 
 
 def atomic_write_netcdf(ds: xr.Dataset, path) -> None:

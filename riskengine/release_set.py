@@ -44,8 +44,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._budget import fmt_bytes
-from .release import Release
 from .protocol import Inputs
+from .release import Release
 
 __all__ = ["Entry", "ReleaseSet"]
 
@@ -171,14 +171,61 @@ class ReleaseSet:
         unknown = sorted(set(self.groups) - set(dims))
         if unknown:
             raise ValueError(f"groups name dims {unknown} that no release has; dims: {dims}")
-        self.dims = tuple(dims)
-        self.coords = {d: self._leaves(d) for d in self.dims}
-        self.shape = tuple(len(self.coords[d]) for d in self.dims)
+        self.system = self._system()
+        self.dims = self.system.dims
+        self.coords = {d: list(self.system.coords[d]) for d in self.dims}
+        self.shape = self.system.shape
         self.mechanism = _SetMechanism([r.mechanism for r in releases])
         self.margins: dict = {}
         self.kind = "count"
         self.entries = self._entries()
         self.published = self._published()
+
+    @classmethod
+    def from_table_set(cls, release) -> ReleaseSet:
+        """The set view of an ``rk.TableSetRelease`` whose mechanism perturbs every
+        published cell on its own (random rounding, noisy counts, the cell key method):
+        one entry per published cell of the publication, over its finest cells (a cell
+        two tables share is one entry: it was published once).
+
+        Parameters
+        ----------
+        release : rk.TableSetRelease
+            Every published cell with a value (none suppressed).
+
+        Returns
+        -------
+        ReleaseSet
+            Its one release lists the published cells (dim ``cell``, labelled by the
+            cells' labels); the posterior is over the publication's finest cells.
+        """
+        s = release.system
+        mech = release.mechanism.base
+        idx = np.flatnonzero(s.published)
+        vals = np.asarray(release.values)[idx]
+        if np.isnan(vals).any():
+            j = idx[int(np.argmax(np.isnan(vals)))]
+            raise ValueError(f"{s.labels()[j]} is not published: a {mech.name} release of "
+                             "a table set publishes every cell of every table")
+        labels = s.labels()
+        rel = Release(np.rint(vals).astype(np.int64), margins={}, mechanism=mech,
+                      dims=("cell",), coords={"cell": [labels[j] for j in idx]},
+                      kind="count")
+        out = cls.__new__(cls)
+        out.releases = (rel,)
+        out.groups = {}
+        out.system = s
+        out.dims, out.shape = s.dims, s.shape
+        out.coords = {d: list(s.coords[d]) for d in s.dims}
+        out.mechanism = _SetMechanism([mech])
+        out.margins = {}
+        out.kind = "count"
+        M = s.M.tocsr()
+        out.entries = [Entry(0, ("cell",), (k,),
+                             np.sort(M.indices[M.indptr[j]:M.indptr[j + 1]]).astype(np.int64),
+                             int(rel.published[k])) for k, j in enumerate(idx)]
+        out.published = out._published()
+        return out
 
     # --- structure -----------------------------------------------------------------------
     @staticmethod
@@ -205,71 +252,45 @@ class ReleaseSet:
             out[str(d)] = gd
         return out
 
-    def _leaves(self, d) -> list:
-        groups = self.groups.get(d, {})
-        used = set()
-        out = []
-        for r in self.releases:
-            if d not in r.dims:
-                continue
-            for label in r.coords[d]:
-                used.add(label)
-                for leaf in groups.get(label, [label]):
-                    if leaf not in out:
-                        out.append(leaf)
-        unused = [g for g in groups if g not in used]
-        if unused:
-            raise ValueError(f"group {unused[0]!r} of dim {d!r} is a label of no release "
-                             f"(labels of {d!r}: {sorted(map(str, used))})")
-        for members in groups.values():
-            for m in members:
-                if m not in out:          # a member no table shows alone: still a category
-                    out.append(m)
-        seen = {}
-        for label in out:                 # 1 and "1" would be two categories: refuse
-            other = seen.setdefault(str(label), label)
-            if other is not label and type(other) is not type(label):
-                raise ValueError(f"dim {d!r} has the labels {other!r} and {label!r} in "
-                                 "different releases: labels match exactly, so they would be "
-                                 "two categories; give both releases the same labels")
-        return out
-
-    def _label_cells(self, r: Release, d: str) -> list:
-        """Per label of release r on dim d, the finest indices it covers."""
-        pos = {leaf: i for i, leaf in enumerate(self.coords[d])}
-        groups = self.groups.get(d, {})
-        cover = [np.array([pos[leaf] for leaf in groups.get(label, [label])], np.int64)
-                 for label in r.coords[d]]
-        seen = {}
-        for label, idx in zip(r.coords[d], cover):
-            for i in idx.tolist():
-                if i in seen:
+    def _system(self):
+        """The set's :class:`~riskengine.cell_system.CellSystem`: each release a table (its
+        categories, its published totals), ``groups`` the codes split into finer ones."""
+        from .cell_system import cell_system
+        from .table import Table
+        tables = {}
+        for i, r in enumerate(self.releases):
+            tables[f"release {i}"] = Table(np.zeros(r.shape, np.int64), dims=r.dims,
+                                           coords=r.coords, margins=list(r.margins),
+                                           kind="count")
+        system = cell_system(tables, splits=self.groups)
+        for d in system.dims:             # 1 and "1" would be two categories: refuse
+            seen = {}
+            for label in system.coords[d]:
+                other = seen.setdefault(str(label), label)
+                if other is not label and type(other) is not type(label):
                     raise ValueError(
-                        f"labels {seen[i]!r} and {label!r} of dim {d!r} in release "
-                        f"{self.releases.index(r)} overlap (both hold "
-                        f"{self.coords[d][i]!r}); a table's categories must be disjoint")
-                seen[i] = label
-        return cover
+                        f"dim {d!r} has the labels {other!r} and {label!r} in different "
+                        "releases: labels match exactly, so they would be two categories; "
+                        "give both releases the same labels")
+        return system
 
     def _entries(self) -> list:
+        """Every published number of every release, with the finest cells it counts (the
+        rows of the set's cell system)."""
+        s = self.system
+        M = s.M.tocsr()
         out = []
         for ri, r in enumerate(self.releases):
-            per_dim = {d: self._label_cells(r, d) for d in r.dims}
-            every = {d: np.arange(len(self.coords[d])) for d in self.dims}
-            covered = {d: np.concatenate(per_dim[d]) for d in r.dims}
+            tdims, _, ids = s.grids[f"release {ri}"]
+            total = [len(r.coords[d]) for d in tdims]   # flat codes: leaves, then total
             blocks = [(r.dims, r.published)] + list(r.margins.items())
             for keep, values in blocks:
                 values = np.asarray(values)
                 for index in np.ndindex(values.shape):
-                    axes = []
-                    for d in self.dims:
-                        if d in keep:
-                            axes.append(per_dim[d][index[keep.index(d)]])
-                        elif d in r.dims:
-                            axes.append(covered[d])
-                        else:
-                            axes.append(every[d])
-                    cells = np.sort(np.ravel_multi_index(np.ix_(*axes), self.shape).ravel())
+                    at = tuple(index[keep.index(d)] if d in keep else total[k]
+                               for k, d in enumerate(tdims))
+                    j = int(ids[at])
+                    cells = np.sort(M.indices[M.indptr[j]:M.indptr[j + 1]]).astype(np.int64)
                     out.append(Entry(ri, tuple(keep), index, cells, int(values[index])))
         return out
 

@@ -77,6 +77,12 @@ class Table:
     kind : {"count", "magnitude"}, optional
         Counts must be nonnegative integers; default: "count" when every value
         is integral, else "magnitude".
+    hierarchies : dict, optional
+        ``{dim: rk.Hierarchy}`` (or a list of alternative hierarchies of the same leaves):
+        the dim's categories are the hierarchy's leaves (``coords`` default to them, in the
+        hierarchy's order) and every level of it is published, in every configuration that
+        keeps the dim (its total where the configuration sums it).  The table's cells at
+        every level are :attr:`cells`; its equations :meth:`system`.
 
     Examples
     --------
@@ -87,7 +93,7 @@ class Table:
     """
 
     def __init__(self, data, dims=None, coords=None, margins=None, kind: str | None = None,
-                 name: str | None = None):
+                 name: str | None = None, hierarchies=None):
         if isinstance(data, Table):
             data = data.data
         if isinstance(data, xr.DataArray):
@@ -137,7 +143,16 @@ class Table:
             V.magnitude_array(arr, "table values")
         self.kind = kind
         self.dims = dims
+        hierarchies = _clean_hierarchies(hierarchies, dims)
+        if hierarchies:
+            coords = dict(coords or {})
+            for d, hs in hierarchies.items():
+                if coords.get(d) is None:
+                    coords[d] = list(hs[0].leaves)
         self.coords = _clean_coords(coords, dims, arr.shape)
+        for d, hs in hierarchies.items():
+            _check_leaves(hs, d, self.coords[d])
+        self.hierarchies = hierarchies
         self.margins = default_margins(dims) if margins is None else margin_closure(margins, dims)
         self.name = name
         self._values = values
@@ -342,13 +357,45 @@ class Table:
         """
         return totals(self._values, self.dims, self.margins)
 
+    def system(self):
+        """The :class:`riskengine.cell_system.CellSystem` of the table: every published cell
+        (interior, subtotals at every level of each hierarchy, totals) and its equations.
+
+        Returns
+        -------
+        riskengine.cell_system.CellSystem
+        """
+        from .cell_system import cell_system
+        return cell_system({self.name or "table": self})
+
+    @property
+    def cells(self):
+        """Every published cell (interior, subtotals, totals) with its codes and value, as
+        a pandas DataFrame (one row per cell; a dim at its total shows the total's code).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns: one per dim (the cell's code), ``value``, ``level`` (the number of
+            dims below their finest codes: 0 for an interior cell).
+        """
+        s = self.system()
+        x = s.vector(self._values)
+        out = s.cells.loc[s.published, list(self.dims)].copy()
+        out["value"] = x[s.published]
+        fin = {d: set(s.coords[d]) for d in self.dims}
+        out["level"] = sum((~out[d].isin(fin[d])).astype(int) for d in self.dims)
+        return out.reset_index(drop=True)
+
     def __repr__(self) -> str:
+        h = (f", hierarchies={sorted(self.hierarchies)}" if self.hierarchies else "")
         return (f"Table(kind={self.kind!r}, dims={self.dims}, shape={self.shape}, "
-                f"margins={list(self.margins)})")
+                f"margins={list(self.margins)}{h})")
 
     def __eq__(self, other):
         return (isinstance(other, Table) and self.dims == other.dims
                 and self.margins == other.margins and self.coords == other.coords
+                and self.hierarchies == getattr(other, "hierarchies", {})
                 and np.array_equal(self._values, other._values))
 
     __hash__ = None
@@ -413,7 +460,46 @@ def count_table(table, who: str) -> Table:
     if table.kind != "count":
         raise ValueError(f"{who} protects tables of counts; this table holds non-integer "
                          "magnitudes")
+    if table.hierarchies:
+        raise ValueError(f"{who} protects flat tables (interior and margins); this table "
+                         f"has hierarchies on {sorted(table.hierarchies)}, whose subtotals "
+                         "it would not publish: protect it with rk.suppress (every level at "
+                         "once), or pass rk.Table(t.data, margins=t.margins) to protect the "
+                         "leaves and totals only")
     return table
+
+
+def _clean_hierarchies(hierarchies, dims) -> dict:
+    """``{dim: (Hierarchy, ...)}`` from ``{dim: Hierarchy or [Hierarchy, ...]}``."""
+    if not hierarchies:
+        return {}
+    from .hierarchy import Hierarchy
+    out = {}
+    for d, hs in dict(hierarchies).items():
+        d = str(d)
+        if d not in dims:
+            raise ValueError(f"hierarchies given for dim {d!r}, which the table does not have "
+                             f"(dims: {dims})")
+        hs = (hs,) if isinstance(hs, Hierarchy) else tuple(hs)
+        if not hs or not all(isinstance(h, Hierarchy) for h in hs):
+            raise TypeError(f"hierarchies[{d!r}] must be an rk.Hierarchy or a list of them")
+        out[d] = hs
+    return out
+
+
+def _check_leaves(hs, d, labels) -> None:
+    """Every hierarchy of dim ``d`` has exactly the dim's categories as its leaves."""
+    have = set(labels)
+    for h in hs:
+        leaves = set(h.leaves)
+        if leaves != have:
+            missing = [x for x in labels if x not in leaves]
+            extra = [x for x in h.leaves if x not in have]
+            raise ValueError(
+                f"the hierarchy of dim {d!r} must have the dim's categories as its leaves: "
+                + "; ".join(p for p in (
+                    f"categories that are no leaf of it: {missing[:5]}" if missing else "",
+                    f"leaves that are no category: {extra[:5]}" if extra else "") if p))
 
 
 def _clean_coords(coords, dims, shape) -> dict:

@@ -39,9 +39,14 @@ def _prior(prior) -> Prior:
 
 
 def _release(release) -> Release | ReleaseSet:
+    from ..table_set import TableSetRelease
     if isinstance(release, (list, tuple)) and release and all(
             isinstance(r, Release) for r in release):
         return ReleaseSet(release)
+    if isinstance(release, TableSetRelease):
+        if getattr(release.mechanism.base, "set_routes", ()):
+            return ReleaseSet.from_table_set(release)   # a product over published cells
+        return release
     if not isinstance(release, (Release, ReleaseSet)):
         raise TypeError(f"release must be an rk.Release or rk.ReleaseSet (several releases "
                         f"of the same microdata), got {type(release).__name__}")

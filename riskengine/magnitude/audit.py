@@ -23,7 +23,7 @@ from .protection import sensitive_cells
 __all__ = ["audit", "intervals", "protection_arrays", "protection_tol"]
 
 
-def audit(release, sensitive=None, protection=None, *, table=None) -> xr.Dataset:
+def audit(release, sensitive=None, protection=None, *, table=None, unions=None) -> xr.Dataset:
     """Feasible interval of every suppressed cell, with disclosure flags.
 
     Parameters
@@ -39,7 +39,19 @@ def audit(release, sensitive=None, protection=None, *, table=None) -> xr.Dataset
         defaults to the Dataset's ``protection``).
     table : rk.Table, rk.Contributions or array, optional
         The original table: the auditor's view, needed to check protection (how far
-        each interval reaches below and above the true value).
+        each interval reaches below and above the true value).  For an
+        ``rk.TableSetRelease``: the ``rk.TableSet`` (or hierarchical table) it protects.
+    unions : list, optional
+        ``rk.TableSetRelease`` only: groups of suppressed cells (each a list of cell
+        indices of the system) whose *sum* is audited too: an intruder who pins the sum
+        of a few small cells learns about all of them (approximate disclosure of a union,
+        tau-Argus users' "union of suppressed cells").
+
+    An ``rk.TableSetRelease`` (a hierarchical table or a set of linked tables) is audited
+    over every cell of every table at once; the Dataset is then over one ``cell`` dim,
+    with each cell's codes (one coordinate per dim, ``tables``) as coordinates, and
+    ``exact`` covers the finest cells no table publishes as well (a cell the intruder can
+    compute is disclosed even if no table shows it).
 
     Returns
     -------
@@ -72,6 +84,11 @@ def audit(release, sensitive=None, protection=None, *, table=None) -> xr.Dataset
     >>> a["upper"].values.round(9).tolist()
     [[3.0, 3.0, 3.0], [5.0, 3.0, 4.0]]
     """
+    from ..table_set import TableSetRelease
+    if isinstance(release, TableSetRelease):
+        return _audit_set(release, sensitive, protection, table, unions)
+    if unions is not None:
+        raise ValueError("unions= audits sums of suppressed cells of an rk.TableSetRelease")
     if not isinstance(release, Release):
         raise TypeError(f"release must be an rk.Release, got {type(release).__name__}")
     if (sensitive is None) and (protection is not None):
@@ -163,3 +180,127 @@ def protection_arrays(protection, dims, shape) -> tuple:
         return lo, hi
     p = _interior_array(protection, "protection", dims, shape, float)
     return p, p
+
+
+class _Augmented:
+    """A system with extra cells: the sums of given groups of cells (one equation each)."""
+
+    def __init__(self, system, groups):
+        import scipy.sparse as sp
+        n = system.n_var
+        rows, cols, vals = [], [], []
+        for k, g in enumerate(groups):
+            rows += [k] * (len(g) + 1)
+            cols += [n + k] + list(g)
+            vals += [1.0] + [-1.0] * len(g)
+        extra = sp.csr_matrix((vals, (rows, cols)), shape=(len(groups), n + len(groups)))
+        A = sp.hstack([system.A, sp.csr_matrix((system.A.shape[0], len(groups)))])
+        self.A = sp.vstack([A, extra]).tocsr()
+        self.n_var = n + len(groups)
+        self._labels = system.labels() + [f"union {k}" for k in range(len(groups))]
+
+    def labels(self, coords=None):
+        return list(self._labels)
+
+
+def _audit_set(release, sensitive, protection, table, unions) -> xr.Dataset:
+    """The audit of a hierarchical table's or a table set's release (see :func:`audit`)."""
+    s = release.system
+    x = release.cell_vector()
+    pub = s.published
+    groups = []
+    for k, g in enumerate(unions or []):
+        g = [int(j) for j in g]
+        bad = [j for j in g if not (0 <= j < s.n_var) or not release.hidden[j]]
+        if bad or len(g) < 2 or len(set(g)) != len(g):
+            raise ValueError(f"union {k} must list two or more distinct suppressed cells "
+                             f"(indices into the system's cells), got {g}"
+                             + (f"; {bad[0]} is not a suppressed cell" if bad else ""))
+        groups.append(g)
+    if groups:
+        aug = _Augmented(s, groups)
+        lo_all, hi_all = intervals(aug, np.concatenate([x, np.full(len(groups), np.nan)]))
+        lo, hi = lo_all[: s.n_var], hi_all[: s.n_var]
+    else:
+        lo, hi = intervals(s, x)
+    unknown = np.isnan(x)
+    supp = unknown & pub
+    tol = protection_tol(x)
+    width = hi - lo
+    exact = unknown & (width <= tol)
+    data = {"published": x, "suppressed": supp, "lower": lo, "upper": hi, "width": width,
+            "exact": exact}
+    attrs = {"method": "LP interval audit (HiGHS) over every table of the publication at "
+                       "once: min/max of each unknown cell over x >= 0, A x = 0, published "
+                       "cells fixed",
+             "tolerance": tol, "n_suppressed": int(supp.sum()),
+             "n_exact": int((exact & pub).sum()),
+             "n_exact_unpublished": int((exact & ~pub).sum()),
+             "mechanism": release.mechanism.describe(),
+             "tables": ", ".join(s.grids)}
+    if sensitive is not None:
+        from ..magnitude.sensitivity import Frequency, Rule
+        from ..table_set import TableSet
+        if isinstance(sensitive, Rule):
+            if table is None or not isinstance(sensitive, Frequency):
+                raise ValueError("a rule in the audit of a set needs the original (table=) "
+                                 "and is the frequency rule on counts")
+            ts = table if isinstance(table, TableSet) else TableSet(table)
+            val = ts.values
+            sens = sensitive.sensitive(val) & pub
+            plo, phi = sensitive.protection_levels(val)
+            plo, phi = np.where(sens, plo, 0.0), np.where(sens, phi, 0.0)
+        else:
+            sens = np.asarray(sensitive, bool)
+            if sens.shape != (s.n_var,):
+                raise ValueError(f"sensitive must hold one entry per cell of the system "
+                                 f"({s.n_var}), got shape {sens.shape}")
+            if protection is None:
+                raise ValueError("give sensitive and protection together (or a rule)")
+            p = protection if isinstance(protection, tuple) else (protection, protection)
+            plo, phi = (np.where(sens, np.broadcast_to(np.asarray(q, float), (s.n_var,)),
+                                 0.0) for q in p)
+        approx = sens & ~exact & supp & (width < np.maximum(plo, phi) - tol)
+        data.update({"sensitive": sens, "protection_lower": plo, "protection_upper": phi,
+                     "approximate_disclosure": approx})
+        attrs["n_approximate_disclosure"] = int(approx.sum())
+        attrs["n_sensitive_published"] = int((sens & ~supp).sum())
+        if table is not None:
+            from ..table_set import TableSet
+            ts = table if isinstance(table, TableSet) else TableSet(table)
+            if ts.system.n_var != s.n_var:
+                raise ValueError("table= is not the set this release protects (its system "
+                                 "differs)")
+            val = ts.values
+            known = ~unknown
+            if not np.all(np.abs(val[known] - x[known]) <= tol):
+                j = int(np.argmax(known & (np.abs(np.nan_to_num(val) - np.nan_to_num(x)) >
+                                           tol)))
+                raise ValueError(f"table= does not match the release: cell "
+                                 f"{s.labels()[j]} is {val[j]:g} there, published {x[j]:g}")
+            below, above = val - lo, hi - val
+            under = sens & ((below < plo - tol) | (above < phi - tol))
+            data.update({"value": val, "room_below": below, "room_above": above,
+                         "under_protected": under})
+            attrs["n_under_protected"] = int(under.sum())
+    coords = {"cell": np.arange(s.n_var),
+              "tables": ("cell", [",".join(t) for t in s.cells["tables"]])}
+    for d in s.dims:
+        coords[d] = ("cell", [str(c) for c in s.cells[d]])
+    coords["label"] = ("cell", s.labels())
+    ds = xr.Dataset({k: ("cell", np.asarray(v)) for k, v in data.items()}, coords=coords,
+                    attrs=attrs)
+    if groups:
+        ulo, uhi = lo_all[s.n_var:], hi_all[s.n_var:]
+        val_u = None
+        if table is not None and "value" in ds:
+            val_u = np.array([ds["value"].values[g].sum() for g in groups])
+        ds["union_lower"] = ("union", ulo)
+        ds["union_upper"] = ("union", uhi)
+        ds["union_width"] = ("union", uhi - ulo)
+        ds["union_exact"] = ("union", (uhi - ulo) <= tol)
+        ds["union_cells"] = ("union", [" + ".join(s.labels()[j] for j in g) for g in groups])
+        if val_u is not None:
+            ds["union_value"] = ("union", val_u)
+        ds.attrs["n_union_exact"] = int(((uhi - ulo) <= tol).sum())
+    return ds

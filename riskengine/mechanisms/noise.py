@@ -507,8 +507,9 @@ class NoisyCounts(Mechanism):
 
         Parameters
         ----------
-        table : rk.Table or array_like
-            The original table of counts.
+        table : rk.Table, rk.TableSet or array_like
+            The original table of counts (a hierarchical table or a TableSet: every
+            published cell of every level and table, each once; an rk.TableSetRelease).
         rng : numpy.random.Generator
             The only source of randomness (same state, same release).
 
@@ -518,6 +519,9 @@ class NoisyCounts(Mechanism):
             The noisy cells in ``published`` and the noisy totals in ``margins`` (clipped
             at 0 when ``clip``, the default).
         """
+        from ..table_set import is_structure, protect_each_cell
+        if is_structure(table):         # every cell of every level / table, once
+            return protect_each_cell(table, self, rng)
         table = count_table(table, self.describe())
         rng = self._rng(rng)
         noise = _Noise(self.distribution, self.scale)

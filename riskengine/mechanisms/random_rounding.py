@@ -35,9 +35,9 @@ from ..inference.line import Line
 from ..inference.linked import LinkedDP
 from ..inference.linked_gibbs import LinkedGibbs
 from ..inference.table_dp import TableDP
+from ..protocol import Example, Mechanism, register
 from ..release import Release
 from ..table import count_table
-from ..protocol import Example, Mechanism, register
 from ._examples import counts_3x3
 from .rounding import check_multiples, log_round_prob
 
@@ -145,8 +145,9 @@ class RandomRounding(Mechanism):
 
         Parameters
         ----------
-        table : rk.Table or array_like
-            The original table of counts.
+        table : rk.Table, rk.TableSet or array_like
+            The original table of counts (a hierarchical table or a TableSet: every
+            published cell of every level and table, each once; an rk.TableSetRelease).
         rng : numpy.random.Generator
             The only source of randomness (same state, same release).
 
@@ -155,6 +156,9 @@ class RandomRounding(Mechanism):
         rk.Release
             The rounded cells in ``published`` and the rounded totals in ``margins``.
         """
+        from ..table_set import is_structure, protect_each_cell
+        if is_structure(table):         # every cell of every level / table, once
+            return protect_each_cell(table, self, rng)
         table = count_table(table, self.describe())
         rng = self._rng(rng)
         B = self.base

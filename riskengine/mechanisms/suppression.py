@@ -32,6 +32,7 @@ from ..inference.fiber import Fiber
 from ..inference.gibbs import BlockGibbs
 from ..inference.grouped import Grouped2D
 from ..inference.hypergeometric import Hypergeometric
+from ..inference.sums import SumEnumerate
 from ..inference.table_dp import TableDP
 from ..magnitude.contributions import Contributions
 from ..magnitude.csp import COSTS, METHODS, find_pattern
@@ -50,7 +51,8 @@ __all__ = ["CellSuppression", "suppress"]
 
 def suppress(table, sensitive, protection=None, method: str = "heuristic",
              cost: str = "value", groups=None, *, suppress_zeros: bool = False,
-             suppress_totals: bool = False, time_limit: float | None = None):
+             suppress_totals: bool = False, time_limit: float | None = None,
+             forced=None, frozen=None, costs=None):
     """Protect the sensitive cells of ``table`` by complementary cell suppression.
 
     Parameters
@@ -87,9 +89,22 @@ def suppress(table, sensitive, protection=None, method: str = "heuristic",
         limit the best protecting pattern found is returned with
         ``info["status"] == "time_limit"`` and its proven ``gap``.
 
+    forced, frozen, costs : optional
+        For a hierarchical table or an ``rk.TableSet`` (vectors over the cells of its
+        system, ``table.system()`` / ``ts.system``; or a callable taking the ``cells``
+        DataFrame and returning one): cells suppressed whatever happens (tau-Argus's
+        "unsafe"), cells that must stay published ("safe", "protected"), and the cost of
+        suppressing each cell.
+
+    A hierarchical table (``rk.Table(..., hierarchies=)``) or an ``rk.TableSet`` is
+    protected at every level and in every table at once (one system: a cell hidden in one
+    table cannot be recovered from the others, "super-consistent"); every published cell
+    may then be suppressed (``frozen=`` keeps some published), and the result is an
+    ``rk.TableSetRelease``.
+
     Returns
     -------
-    rk.Release
+    rk.Release or rk.TableSetRelease
         Suppressed cells are NaN (interior in ``published``, totals in ``margins``);
         mechanism ``rk.CellSuppression(method, cost, suppress_zeros, suppress_totals)``.
         ``release.info``: number and value of suppressed cells (all, complementary,
@@ -115,7 +130,7 @@ def suppress(table, sensitive, protection=None, method: str = "heuristic",
     mech = CellSuppression(method=method, cost=cost, suppress_zeros=suppress_zeros,
                            suppress_totals=suppress_totals)
     return mech.protect(table, sensitive=sensitive, protection=protection, groups=groups,
-                        time_limit=time_limit)
+                        time_limit=time_limit, forced=forced, frozen=frozen, costs=costs)
 
 
 def entry_windows(release) -> win.EntryWindows:
@@ -193,6 +208,7 @@ class CellSuppression(Mechanism):
     additive = True
     suppressible_totals = True
     windows = staticmethod(entry_windows)
+    structure_routes = (SumEnumerate(),)
     routes = (Fiber(), TableDP(), Hypergeometric(count_by=TableDP()), Grouped2D(),
               Enumerate3D(), BlockGibbs())
 
@@ -241,7 +257,7 @@ class CellSuppression(Mechanism):
 
     # --- protect -----------------------------------------------------------------------
     def protect(self, table, rng=None, *, sensitive, protection=None, groups=None,
-                time_limit: float | None = None):
+                time_limit: float | None = None, forced=None, frozen=None, costs=None):
         """Suppress ``sensitive`` cells and complements (``rng`` is not used: the method is
         deterministic).  See :func:`riskengine.suppress`.
 
@@ -267,6 +283,18 @@ class CellSuppression(Mechanism):
             ``release.info``: number and value of suppressed cells (all, sensitive,
             complementary, totals) and the solver's information.
         """
+        from ..table_set import TableSet
+        if isinstance(table, TableSet) or getattr(table, "hierarchies", None):
+            if groups is not None:
+                raise ValueError("groups= is one level of subtotals of a flat table; a "
+                                 "hierarchical table carries its levels in hierarchies=")
+            return self._protect_set(table if isinstance(table, TableSet) else
+                                     TableSet(table), sensitive, protection, time_limit,
+                                     forced, frozen, costs)
+        if forced is not None or frozen is not None or costs is not None:
+            raise ValueError("forced=, frozen= and costs= are vectors over the cells of a "
+                             "hierarchical table or a TableSet (its system); for a flat "
+                             "table give it as rk.TableSet(table)")
         rule = sensitive if isinstance(sensitive, Rule) else None
         if rule is not None and isinstance(table, Contributions):
             sensitive = assess(table, rule)         # its protection levels come with it
@@ -308,6 +336,68 @@ class CellSuppression(Mechanism):
                     "n_sensitive_totals": int((sens & tot).sum()),
                     **info}
         return rel
+
+    def _protect_set(self, ts, sensitive, protection, time_limit, forced, frozen, costs):
+        """Suppression over every cell of a set's system at once (see :func:`suppress`)."""
+        from ..table_set import TableSetRelease, complete_values
+        s = ts.system
+        x = complete_values(ts)
+        pub = s.published
+
+        def vec(v, name):
+            if v is None:
+                return None
+            if callable(v):
+                v = v(ts.cells)
+            v = np.asarray(getattr(v, "values", v))
+            if v.shape != (s.n_var,):
+                raise ValueError(f"{name} must hold one entry per cell of the set's system "
+                                 f"({s.n_var}: ts.system.cells), got shape {v.shape}")
+            return v
+        if isinstance(sensitive, Rule):
+            if not isinstance(sensitive, Frequency) or ts.kind != "count":
+                raise ValueError("a rule for a hierarchical table or a TableSet is the "
+                                 "frequency rule on counts (rk.sensitivity.Frequency); for "
+                                 "other rules give the sensitive cells and protection")
+            rule = sensitive
+            sensitive = rule.sensitive(x) & pub
+            if protection is None:
+                protection = rule.protection_levels(x)
+        else:
+            sensitive = vec(sensitive, "sensitive")
+            unpub = np.asarray(sensitive, bool) & ~pub
+            if unpub.any():
+                raise ValueError(f"{s.labels()[int(np.argmax(unpub))]} is sensitive but no "
+                                 "table publishes it")
+        if protection is None:
+            raise TypeError("suppress needs protection= (or a rule)")
+        if not (isinstance(protection, tuple) or np.ndim(protection) == 0):
+            protection = vec(protection, "protection")
+        elif isinstance(protection, tuple):
+            protection = tuple(p if np.ndim(p) == 0 else vec(p, "protection")
+                               for p in protection)
+        force = ~pub
+        user_forced = vec(forced, "forced")
+        if user_forced is not None:
+            force = force | user_forced.astype(bool)
+        frz = vec(frozen, "frozen")
+        mask, sens, _, _, info = find_pattern(
+            s, x, sensitive, protection, method=self.method, cost=self.cost,
+            suppress_zeros=self.suppress_zeros, suppress_totals=True,
+            time_limit=time_limit, forced=force, frozen=frz, costs=vec(costs, "costs"))
+        pub_vals = np.where(mask | ~pub, np.nan, x)
+        hid = mask & pub
+        comp = hid & ~sens
+        if user_forced is not None:
+            comp &= ~user_forced.astype(bool)
+        rel_info = {"n_suppressed": int(hid.sum()), "value_suppressed": float(x[hid].sum()),
+                    "n_sensitive": int(sens.sum()),
+                    "n_complementary": int(comp.sum()),
+                    "value_complementary": float(x[comp].sum()),
+                    "n_forced": 0 if user_forced is None else
+                    int((user_forced.astype(bool) & pub).sum()),
+                    "n_published_cells": int(pub.sum()), **info}
+        return TableSetRelease(ts, pub_vals, mechanism=self, info=rel_info)
 
     def validate_release(self, release) -> None:
         if release.published is None:

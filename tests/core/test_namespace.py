@@ -114,7 +114,8 @@ def test_the_public_names_and_where_they_live():
             "read_table", "read_csv_long", "read_csv_wide", "read_netcdf", "__version__",
             "Mechanism", "cycles", "contributions", "Contributions", "sensitivity", "audit",
             "measures", "compare", "simulate", "generators", "plots", "write_report",
-            "analyze", "Analysis", "statistics", "verdict", "Verdict", "Policy"}
+            "analyze", "Analysis", "statistics", "verdict", "Verdict", "Policy",
+            "Hierarchy", "TableSet", "TableSetRelease"}
     assert want <= set(rk.__all__)
     assert set(rk.__all__) - want - {"routes"} == set(mechanisms.exports())
     assert rk.suppress is importlib.import_module("riskengine.mechanisms.suppression").suppress

@@ -80,7 +80,8 @@ class Pattern(NamedTuple):
 
 def find_pattern(system: TabularSystem, x, sensitive, protection=None, *,
                  method: str = "heuristic", cost: str = "value", suppress_zeros: bool = False,
-                 suppress_totals: bool = False, time_limit: float | None = None) -> Pattern:
+                 suppress_totals: bool = False, time_limit: float | None = None,
+                 forced=None, frozen=None, costs=None) -> Pattern:
     """The complementary suppression pattern of the cell vector ``x``, validated and audited.
 
     Parameters
@@ -103,6 +104,15 @@ def find_pattern(system: TabularSystem, x, sensitive, protection=None, *,
         Allow totals and subtotals to be suppressed (and to be sensitive).
     time_limit : float, optional
         Seconds for ``method="optimal"`` (the whole call, the heuristic included).
+    forced : bool vector over the system's cells, optional
+        Cells suppressed whatever the pattern (tau-Argus's "unsafe" a-priori status, and
+        the cells of a publication that no table publishes): they protect others and are
+        never published again by the clean-up.
+    frozen : bool vector, optional
+        Cells that must stay published (tau-Argus's "safe" / "protected"): never a
+        complementary suppression; a frozen sensitive cell is an error.
+    costs : float vector, optional
+        The cost of suppressing each cell (replaces ``cost``'s value or count; positive).
 
     Returns
     -------
@@ -141,7 +151,20 @@ def find_pattern(system: TabularSystem, x, sensitive, protection=None, *,
         raise ValueError(f"sensitive cell {labels[j]} has value {x[j]:g} but needs lower "
                          f"protection {plo[j]:g}: no nonnegative table puts it that far below")
     n = x.size
+    forced = _cell_mask(forced, n, "forced")
+    frozen = _cell_mask(frozen, n, "frozen")
+    clash = (sens | forced) & frozen
+    if clash.any():
+        j = int(np.argmax(clash))
+        raise ValueError(f"cell {labels[j]} is {'sensitive' if sens[j] else 'forced'} and "
+                         "frozen (safe): it cannot be both suppressed and published")
     w = x.copy() if cost == "value" else np.ones(n)
+    if costs is not None:
+        w = np.asarray(costs, dtype=float)
+        if w.shape != (n,) or not np.all(np.isfinite(w)) or (w < 0).any():
+            raise ValueError(f"costs must be {n} finite nonnegative numbers (one per cell of "
+                             "the system)")
+        w = w.copy()
     # tie-break by table order; every cell keeps a positive cost
     pos = w[w > 0]
     floor = 1e-3 * (pos.min() if pos.size else 1.0)
@@ -149,8 +172,12 @@ def find_pattern(system: TabularSystem, x, sensitive, protection=None, *,
     cand = (x > 0) | suppress_zeros
     if not suppress_totals:
         cand[n_int:] = False
-    cand |= sens
-    prob = make_problem(system.A, x, sens, plo, phi, w, cand, labels, net=network_form(system.A))
+    cand &= ~frozen
+    cand |= sens | forced
+    # a forced cell is suppressed from the outset: a primary with no protection of its own
+    prim = sens | forced
+    prob = make_problem(system.A, np.nan_to_num(x), prim, plo, phi, w, cand, labels,
+                        net=network_form(system.A))
     intr = heuristic.make_intruder(prob)
     mask = heuristic.cleanup(prob, heuristic.heuristic(prob, intruder=intr), intruder=intr)
     info = {}
@@ -161,8 +188,17 @@ def find_pattern(system: TabularSystem, x, sensitive, protection=None, *,
         info = {"status": res["status"], "gap": res["gap"],
                 "lower_bound": res["lower_bound"],
                 "rounds": res["rounds"], "cuts": res["cuts"]}
-    _check_protected(system, x, mask, sens, plo, phi, method, labels)
+    _check_protected(system, x, mask, prim, plo, phi, method, labels)
     return Pattern(mask, sens, plo, phi, info)
+
+
+def _cell_mask(m, n: int, name: str) -> np.ndarray:
+    if m is None:
+        return np.zeros(n, bool)
+    m = np.asarray(m)
+    if m.shape != (n,) or not (m.dtype == bool or np.isin(m, (0, 1)).all()):
+        raise ValueError(f"{name} must be a boolean vector over the {n} cells of the system")
+    return m.astype(bool)
 
 
 def _check_protected(system, x, mask, sens, plo, phi, method, labels):

@@ -1,0 +1,215 @@
+"""The sums route: exact posteriors of hierarchical tables and linked table sets whose
+cells are published exactly or not at all (cell suppression, margins only).
+
+The unknowns are the finest cells no published number fixes alone; every published cell
+that is not a finest cell is a sum of finest cells (:class:`riskengine.cell_system.
+CellSystem`'s ``M``), so the candidates are the nonnegative integer assignments of the
+unknowns meeting every published sum exactly.  ``kernels.sum_enum`` walks them depth
+first (the rows closing earliest first, forced cells propagated), storing none, and
+accumulates the count, the evidence and every unknown's pmf under a product-form prior.
+Each unknown's window is ``0 ..`` the smallest published sum holding it (or the prior's
+bounds).  The work is the number of candidates: the route estimates it before running
+from the free dimensions (unknowns minus independent sums) and their windows, and stops
+at ``MAX_LEAVES`` (an honest refusal, never a partial answer).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..protocol import Cost, Route, RouteResult
+
+__all__ = ["SumEnumerate"]
+
+#: leaves the walk may visit before the route refuses (about a minute: the walk visits ~1e6 leaves a second)
+MAX_LEAVES = 5e7
+#: candidates kept for whole-table draws (exact draws when every candidate is kept)
+KEEP = 200_000
+#: leaves per second of the walk (measured: benchmarks/RESULTS.md, issue 28)
+RATE = 8e5
+
+
+class _Problem:
+    """The unknowns, their windows and the published sums over them."""
+
+    def __init__(self, release, prior):
+        s = release.system
+        x = release.cell_vector()
+        n_fin = s.n_interior
+        fin = x[:n_fin]
+        self.unknown = np.flatnonzero(np.isnan(fin))
+        known = ~np.isnan(fin)
+        M = s.M.tocsr()
+        pub_agg = np.flatnonzero(~np.isnan(x) & (np.arange(s.n_var) >= n_fin))
+        sub = M[pub_agg]
+        kv = np.where(known, fin, 0.0)
+        target = x[pub_agg] - sub @ kv
+        Mu = sub[:, self.unknown].tocsr()
+        has = np.diff(Mu.indptr) > 0
+        bad = (~has) & (np.abs(target) > 1e-9)
+        if bad.any() or (target < -1e-9).any():
+            j = pub_agg[int(np.argmax(bad | (target < -1e-9)))]
+            raise _NoCandidate(f"the published cell {s.labels()[j]} does not equal the sum "
+                               "of the published cells it holds")
+        self.rows = Mu[has]
+        self.target = np.rint(target[has]).astype(np.int64)
+        n = self.unknown.size
+        cap = np.full(n, np.iinfo(np.int64).max // 4)
+        for r in range(self.rows.shape[0]):
+            cols = self.rows.indices[self.rows.indptr[r]:self.rows.indptr[r + 1]]
+            cap[cols] = np.minimum(cap[cols], self.target[r])
+        # a cell in no published sum: the prior's bounds must bound it
+        lo_b, hi_b = prior.bounds(s.shape, s.dims, s.coords)
+        hi_b = np.asarray(hi_b).reshape(-1)[self.unknown]
+        lo_b = np.asarray(lo_b).reshape(-1)[self.unknown]
+        free = cap >= np.iinfo(np.int64).max // 4
+        if free.any() and (hi_b[free] < 0).any():
+            c = self.unknown[np.flatnonzero(free & (hi_b < 0))[0]]
+            raise _Refusal(f"finest cell {s.labels()[c]} is in no published sum: its values "
+                           "are unbounded (give the prior an upper bound)")
+        cap = np.where(hi_b >= 0, np.minimum(cap, hi_b), cap)
+        self.lo = np.maximum(lo_b, 0).astype(np.int64)
+        self.W = np.maximum(cap - self.lo + 1, 0).astype(np.int64)
+        self.known = known
+        self.fin = fin
+        self.system = s
+        self.prior = prior
+
+    def memory(self) -> float:
+        return 8.0 * self.unknown.size * max(int(self.W.max(initial=1)), 1) * 3 + \
+            8.0 * KEEP * max(self.unknown.size, 1)
+
+    def leaves_bound(self) -> float:
+        """An upper bound on the candidates: the product of the largest windows over the
+        free dimensions (unknowns minus the rank of the sums)."""
+        n = self.unknown.size
+        if n == 0:
+            return 1.0
+        rank = np.linalg.matrix_rank(self.rows.toarray()) if self.rows.shape[0] else 0
+        d = n - rank
+        w = np.sort(self.W.astype(float))[::-1][:d]
+        return float(np.prod(w)) if d else 1.0
+
+    def weights(self):
+        s = self.system
+        Wmax = max(int(self.W.max(initial=1)), 1)
+        vals = np.zeros((int(np.prod(s.shape)), Wmax), np.int64)
+        vals[self.unknown] = self.lo[:, None] + np.arange(Wmax)
+        kn = np.flatnonzero(self.known)
+        vals[kn] = np.rint(self.fin[kn]).astype(np.int64)[:, None]
+        lw = self.prior.log_weights(vals.reshape(s.shape + (Wmax,)), s.dims, s.coords)
+        lw = lw.reshape(-1, Wmax)
+        known_lw = lw[kn, 0]
+        if (~np.isfinite(known_lw)).any():
+            c = kn[int(np.argmax(~np.isfinite(known_lw)))]
+            raise _NoCandidate(f"the prior excludes the published value of "
+                               f"{s.labels()[c]}")
+        ulw = lw[self.unknown].copy()
+        ulw[np.arange(Wmax)[None, :] >= self.W[:, None]] = -np.inf
+        return ulw, float(known_lw.sum())
+
+
+class _Refusal(ValueError):
+    pass
+
+
+class _NoCandidate(ValueError):
+    pass
+
+
+class SumEnumerate(Route):
+    """Exact posterior of a hierarchical table's or a table set's release whose cells are
+    published exactly or suppressed (see the module)."""
+
+    name = "sums"
+    needs = ("an rk.TableSetRelease (hierarchical table or linked tables) of counts "
+             "published exactly or suppressed")
+    reads = ""
+
+    def applies(self, plan):
+        r = plan.release
+        if not hasattr(r, "system") or not hasattr(r, "tableset"):
+            return "the sums route answers hierarchical tables and table sets"
+        if r.kind != "count":
+            return "the release holds magnitudes: use rk.audit"
+        return None
+
+    @staticmethod
+    def _problem(plan):
+        if "sums" not in plan.prepared:
+            plan.prepared["sums"] = _Problem(plan.release, plan.prior)
+        return plan.prepared["sums"]
+
+    def estimate(self, plan, what="posterior"):
+        p = self._problem(plan)
+        leaves = p.leaves_bound()
+        slow = (f"up to {leaves:.3g} candidate tables, more than the walk visits "
+                f"({MAX_LEAVES:.0e})" if leaves > MAX_LEAVES else "")
+        return Cost(p.memory(), f"{p.unknown.size} unknown finest cells, at most "
+                                f"{leaves:.3g} candidates", slow,
+                    seconds=min(leaves, MAX_LEAVES) / RATE)
+
+    def _walk(self, plan, keep):
+        from kernels.sum_enum import enumerate_sums, suggest_order
+        p = self._problem(plan)
+        ulw, klw = p.weights()
+        rows = p.rows
+        order = suggest_order(rows.indptr.astype(np.int64), rows.indices.astype(np.int64),
+                              p.unknown.size)
+        out = enumerate_sums(p.lo, p.W, ulw, rows.indptr.astype(np.int64),
+                             rows.indices.astype(np.int64), p.target, order, keep=keep,
+                             max_leaves=int(MAX_LEAVES))
+        count, overflow, n_leaves, _n_nodes, complete, log_z, probs, kept, kept_lw, all_kept \
+            = out
+        if not complete:
+            raise ValueError(f"the sums route stopped after {n_leaves} candidate tables "
+                             f"(its limit, {MAX_LEAVES:.0e}): this release has more; no "
+                             "exact route answers it")
+        return p, count, overflow, log_z + klw, probs, kept, kept_lw, all_kept
+
+    def count(self, plan):
+        _p, count, overflow, *_ = self._walk(plan, 0)
+        if overflow:
+            raise ValueError("more than 2**53 candidate tables: the sums route counts "
+                             "exactly only below")
+        return int(count)
+
+    def run(self, plan, *, count=True):
+        try:
+            p, n, overflow, log_z, probs, kept, kept_lw, all_kept = self._walk(plan, KEEP)
+        except _NoCandidate:
+            raise ValueError("no original table is consistent with this release under this "
+                             "prior") from None
+        s = plan.release.system
+        if not np.isfinite(log_z):
+            raise ValueError("no original table is consistent with this release under this "
+                             "prior")
+        n_fin = s.n_interior
+        W = max(probs.shape[1] if probs.size else 1, 1)
+        start = np.zeros(n_fin, np.int64)
+        pr = np.zeros((n_fin, W))
+        kn = np.flatnonzero(p.known)
+        start[kn] = np.rint(p.fin[kn]).astype(np.int64)
+        pr[kn, 0] = 1.0
+        start[p.unknown] = p.lo
+        pr[p.unknown, :probs.shape[1]] = probs
+        sampler = None
+        notes = {}
+        if all_kept:
+            w = np.exp(kept_lw - kept_lw.max())
+            w /= w.sum()
+            base = start.copy()
+            base[p.unknown] = 0
+
+            def sampler(m, rng, kept=kept, w=w, base=base, unk=p.unknown):
+                pick = rng.choice(len(w), size=m, p=w)
+                out = np.repeat(base[None, :], m, axis=0)
+                out[:, unk] = kept[pick]
+                return out.reshape((m,) + s.shape)
+        else:
+            notes["draws_note"] = (f"more than {KEEP} candidates: the sums route gives no "
+                                   "whole-table draws")
+        return RouteResult(start=start.reshape(s.shape), probs=pr.reshape(s.shape + (W,)),
+                           log_evidence=float(log_z),
+                           n_candidates=None if overflow else int(n),
+                           sampler=sampler, notes=notes)

@@ -62,6 +62,9 @@ class _Problem:
         lo_b, hi_b = prior.bounds(s.shape, s.dims, s.coords)
         hi_b = np.asarray(hi_b).reshape(-1)[self.unknown]
         lo_b = np.asarray(lo_b).reshape(-1)[self.unknown]
+        high = getattr(prior, "high", None)     # a per-cell prior's own support (Flat)
+        if isinstance(high, (int, np.integer)) and not isinstance(high, bool):
+            hi_b = np.where(hi_b >= 0, np.minimum(hi_b, high), high)
         free = cap >= np.iinfo(np.int64).max // 4
         if free.any() and (hi_b[free] < 0).any():
             c = self.unknown[np.flatnonzero(free & (hi_b < 0))[0]]

@@ -246,7 +246,7 @@ def _audit_set(release, sensitive, protection, table, unions) -> xr.Dataset:
                 raise ValueError("a rule in the audit of a set needs the original (table=) "
                                  "and is the frequency rule on counts")
             ts = table if isinstance(table, TableSet) else TableSet(table)
-            val = ts.values
+            val = np.where(pub, ts.values, 0.0)     # the rule judges published cells only
             sens = sensitive.sensitive(val) & pub
             plo, phi = sensitive.protection_levels(val)
             plo, phi = np.where(sens, plo, 0.0), np.where(sens, phi, 0.0)

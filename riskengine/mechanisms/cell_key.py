@@ -518,6 +518,9 @@ class CellKey(Mechanism):
         rk.Release
             The perturbed cells in ``published`` and the perturbed totals in ``margins``.
         """
+        from ..table_set import is_structure
+        if is_structure(table):
+            return self._protect_set(table, rng, keys)
         table = count_table(table, self.describe())
         if keys is None:
             rng = self._rng(rng)
@@ -534,6 +537,34 @@ class CellKey(Mechanism):
             margins[keep] = pt.perturb(val, u.astype(float) / _SCALE)
         return Release(published=cells, margins=margins, mechanism=self, dims=table.dims,
                        coords=table.coords, kind="count")
+
+    def _protect_set(self, table, rng, keys):
+        """Every published cell of a hierarchical table or a table set, perturbed by its
+        cell key: the finest cells' keys (``keys``, of the finest shape, or drawn), and
+        every other cell's key the fractional part of the sum of its finest cells' keys
+        (the same records give the same key in every table)."""
+        from ..table_set import TableSet, TableSetRelease
+        ts = table if isinstance(table, TableSet) else TableSet(table)
+        s = ts.system
+        if ts.kind != "count" or np.isnan(ts.values).any():
+            raise ValueError(f"{self.describe()} protects a set of count tables whose "
+                             "finest cells are known (TableSet.from_pandas)")
+        if keys is None:
+            rng = self._rng(rng)
+            units = rng.integers(0, 2 ** _BITS, s.n_interior).astype(np.uint64)
+        else:
+            units = _units(np.asarray(keys, dtype=float), "keys").reshape(-1)
+            if units.shape != (s.n_interior,):
+                raise ValueError(f"keys must have the finest table's shape {s.shape}, got "
+                                 f"{np.shape(keys)}")
+        x = np.rint(ts.values).astype(np.int64)
+        units = np.where(x[: s.n_interior] > 0, units, np.uint64(0))
+        M = s.M.tocsr()
+        sums = np.add.reduceat(units[M.indices], M.indptr[:-1]) & _MASK   # mod 2^64 then 2^52
+        pub = s.published
+        vals = np.full(s.n_var, np.nan)
+        vals[pub] = self.ptable.perturb(x[pub], sums[pub].astype(float) / _SCALE)
+        return TableSetRelease(ts, vals, self)
 
     def protect_records(self, records, dims, record_key: str = "record_key",
                         categories: dict | None = None, margins=None):

@@ -360,9 +360,10 @@ class CellSuppression(Mechanism):
                                  "frequency rule on counts (rk.sensitivity.Frequency); for "
                                  "other rules give the sensitive cells and protection")
             rule = sensitive
-            sensitive = rule.sensitive(x) & pub
+            judged = np.where(pub, x, 0.0)          # the rule judges published cells only
+            sensitive = rule.sensitive(judged) & pub
             if protection is None:
-                protection = rule.protection_levels(x)
+                protection = rule.protection_levels(judged)
         else:
             sensitive = vec(sensitive, "sensitive")
             unpub = np.asarray(sensitive, bool) & ~pub

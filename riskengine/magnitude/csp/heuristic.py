@@ -81,21 +81,31 @@ class _Pool:
     later task is already protected: no LP for that task (the same answer as the
     intruder's LP, which would find at least as much)."""
 
+    #: deviations kept (the most recent): a few hundred rows of the table's length, not
+    #: one per task (Castro's dale, 16,514 cells: 4,373 rows held 1 GB)
+    CAP = 256
+
     def __init__(self, prob: Problem):
         self.prob = prob
         self.Y = np.zeros((16, prob.n))
-        self.k = 0
-        self.used = np.zeros(prob.n, bool)     # cells some deviation moves (the rest: 0)
+        self.k = 0                             # rows in use
+        self.next = 0                          # the row the next deviation goes to
+        self.used = np.zeros(prob.n, bool)     # cells some deviation moves (a superset)
         self.res = np.zeros(16)                # max |T y| of each (scaling scales it)
 
     def add(self, y) -> None:
-        if self.k == self.Y.shape[0]:
-            self.Y = np.vstack([self.Y, np.zeros_like(self.Y)])
-            self.res = np.concatenate([self.res, np.zeros_like(self.res)])
-        self.Y[self.k] = y
-        self.res[self.k] = np.abs(self.prob.A @ y).max(initial=0.0)
+        if self.next == self.Y.shape[0]:
+            if self.Y.shape[0] < self.CAP:
+                grow = min(self.Y.shape[0], self.CAP - self.Y.shape[0])
+                self.Y = np.vstack([self.Y, np.zeros((grow, self.prob.n))])
+                self.res = np.concatenate([self.res, np.zeros(grow)])
+            else:
+                self.next = 0                  # full: the oldest makes room
+        self.Y[self.next] = y
+        self.res[self.next] = np.abs(self.prob.A @ y).max(initial=0.0)
         self.used |= y != 0
-        self.k += 1
+        self.next += 1
+        self.k = max(self.k, self.next)
 
     def proves(self, task, supp) -> bool:
         """Whether some deviation so far, reversed or scaled up, proves ``task`` within

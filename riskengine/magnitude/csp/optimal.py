@@ -32,12 +32,16 @@ _INF = highspy.kHighsInf
 class _Master:
     """The master problem over the binaries: min w z subject to the cuts so far."""
 
-    def __init__(self, prob: Problem):
+    def __init__(self, prob: Problem, scale: float):
         self.prob = prob
         n = prob.n
         lb = np.where(prob.sens, 1.0, 0.0)
         ub = np.where(prob.cand, 1.0, 0.0)
-        self.unit = float(prob.w @ prob.cand) or 1.0     # objective in units of O(1)
+        # objective in units of the incumbent's cost: the cutoff's margin CUTOFF * best is
+        # then CUTOFF master units, far above HiGHS's 1e-9 tolerances (in units of the sum
+        # of every candidate's cost it fell below them on Castro's table8: the master
+        # returned the incumbent again and the search "stalled" short of the optimum)
+        self.unit = float(scale) if scale > 0 else (float(prob.w @ prob.cand) or 1.0)
         self.h = _lp(n, sp.csr_matrix((0, n)), lb, ub, prob.w / self.unit)
         # binaries: tight tolerances, so no cut is met "within tolerance" only
         for opt in ("mip_feasibility_tolerance", "primal_feasibility_tolerance"):
@@ -149,10 +153,10 @@ def optimal(prob: Problem, incumbent, time_limit: float | None = None):
 
     intr = make_intruder(prob)
     intr.sparse_cuts = True
-    master = _Master(prob)
-    tasks = prob.tasks
     best = np.asarray(incumbent, bool).copy()
     ub = float(prob.w @ best)
+    master = _Master(prob, ub)
+    tasks = prob.tasks
     lb = float(prob.w @ prob.sens)
 
     # the last deviation that proved each task: while the pattern's bounds still hold

@@ -51,7 +51,7 @@ def threads_for(work: float):
 #: machine states them while it compiles.  A module not listed: SECONDS_PER_KERNEL each.
 COMPILE_SECONDS = {"cyclic_enum": 6, "halves": 9, "table_dp": 8, "gibbs": 8,
                    "multinomial_box": 4, "multinomial_chain": 5, "table_enum": 3, "sum_gibbs": 3,
-                   "network": 2, "sis": 1}
+                   "network": 2, "sis": 1, "sum_enum": 7}
 SECONDS_PER_KERNEL = 2.0
 
 

@@ -188,20 +188,37 @@ class TableSet:
             levels[d] = seen
         out = {}
         w = None if value is None else df[value].to_numpy(dtype=float)
+        # every hierarchy of each dim, any table's: a record's code climbs them to the
+        # leaf of a coarser table (districts in the data, regions in one table)
+        parent_of: dict = {}
+        for name in tables:
+            for d, hh in hier(name).items():
+                for h in (hh if isinstance(hh, (list, tuple)) else [hh]):
+                    for c in h.codes:
+                        if h.parent(c) is not None and h.parent(c) != h.total:
+                            parent_of.setdefault(d, {}).setdefault(c, h.parent(c))
         for name, tdims in tables.items():
             hs = hier(name)
-            coords = {}
+            coords, maps = {}, {}
             for d in tdims:
                 if d in hs:
                     h0 = hs[d][0] if isinstance(hs[d], (list, tuple)) else hs[d]
-                    unknown = [x for x in levels[d] if x not in set(h0.leaves)]
-                    if unknown:
-                        raise ValueError(f"column {d!r} has {unknown[0]!r}, no leaf of its "
-                                         f"hierarchy (leaves: {list(h0.leaves)[:8]})")
+                    leaves = set(h0.leaves)
+                    maps[d] = {}
+                    for x in levels[d]:
+                        c = x
+                        while c not in leaves and c in parent_of.get(d, {}):
+                            c = parent_of[d][c]
+                        if c not in leaves:
+                            raise ValueError(
+                                f"column {d!r} has {x!r}, which is no leaf of table "
+                                f"{name!r}'s hierarchy and lies below none of them in the "
+                                f"hierarchies given (leaves: {list(h0.leaves)[:8]})")
+                        maps[d][x] = c
                     coords[d] = list(h0.leaves)
                 else:
                     coords[d] = levels[d]
-            vals = _cross(df, tdims, coords, w)
+            vals = _cross(df, tdims, coords, w, maps)
             out[name] = Table(vals, dims=tuple(tdims), coords=coords, name=name,
                               hierarchies=hs or None,
                               margins=None if margins is None else margins.get(name),
@@ -220,12 +237,15 @@ class TableSet:
                 "cells)")
 
 
-def _cross(df, dims, coords, w) -> np.ndarray:
-    """The records of ``df`` counted (or ``w`` summed) into the grid of ``coords``."""
+def _cross(df, dims, coords, w, maps=None) -> np.ndarray:
+    """The records of ``df`` counted (or ``w`` summed) into the grid of ``coords``
+    (``maps``: per dim, a record's code -> the table's code that holds it)."""
     shape = tuple(len(coords[d]) for d in dims)
     idx = []
     for d in dims:
         pos = {c: i for i, c in enumerate(coords[d])}
+        if maps and d in maps:
+            pos = {x: pos[c] for x, c in maps[d].items()}
         col = df[d].map(pos)
         if col.isna().any():
             bad = df[d][col.isna()].iloc[0]

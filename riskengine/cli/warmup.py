@@ -63,8 +63,8 @@ def _warmup_grouped(table, priors_, rng) -> str:
     with published subtotals (no mechanism's protect makes one)."""
     import numpy as np
 
-    from ..mechanisms.margins_only import MarginsOnly
     from ..inference.resolve import count_candidates, posterior
+    from ..mechanisms.margins_only import MarginsOnly
     from ..release import Release
     x = table.values
     rel = Release(None, margins={("v",): x.sum(1), ("w",): x.sum(0), (): x.sum()},
@@ -100,6 +100,23 @@ def _warmup_sets(priors_, rng) -> str:
     return "routes " + ", ".join(sorted(ran))
 
 
+def _warmup_structures(table, priors_, rng) -> str:
+    """Hierarchical tables and table sets: the sums route on a suppressed hierarchical
+    table (its kernel, sum_enum), exactly, with draws."""
+    from ..hierarchy import Hierarchy
+    from ..inference.resolve import count_candidates, posterior
+    from ..magnitude.sensitivity import Frequency
+    from ..mechanisms.suppression import suppress
+    from ..table import Table
+    h = Hierarchy({"a": [0, 1], "b": [2]})
+    t = Table(table.values, dims=table.dims, coords={"v": [0, 1, 2]}, hierarchies={"v": h})
+    rel = suppress(t, Frequency(3))
+    for prior in priors_:
+        posterior(rel, prior, route="sums").sample(3, rng)
+        count_candidates(rel, prior, route="sums")
+    return "suppressed 3 x 3 with a 2-level hierarchy: route sums"
+
+
 def cmd_warmup(args) -> int:
     import warnings
 
@@ -121,13 +138,15 @@ def cmd_warmup(args) -> int:
         warnings.simplefilter("ignore")     # tiny Monte Carlo runs do not converge: no matter
         steps = [(name, cls) for name, cls in sorted(REGISTRY.items()) if cls.routes]
         steps += [("grouped subtotals", "grouped"), ("release sets", "sets"),
-                  ("count estimate (SIS)", "sis")]
+                  ("hierarchies", "structures"), ("count estimate (SIS)", "sis")]
         for name, cls in steps:
             t0, before = time.perf_counter(), dict(watch.seconds)
             if cls == "grouped":
                 what = _warmup_grouped(tables[0], priors_, rng)
             elif cls == "sets":
                 what = _warmup_sets(priors_, rng)
+            elif cls == "structures":
+                what = _warmup_structures(tables[0], priors_, rng)
             elif cls == "sis":
                 from ..mechanisms.margins_only import MarginsOnly
                 estimate_count(MarginsOnly().protect(tables[0]), n=200)

@@ -123,6 +123,13 @@ class _Problem:
         return ulw, float(known_lw.sum())
 
 
+class _CellsView:
+    """What the labeller reads of a block's release: dims, labels, published values."""
+
+    def __init__(self, dims, coords, published):
+        self.dims, self.coords, self.published = dims, coords, published
+
+
 class _Refusal(ValueError):
     pass
 
@@ -214,7 +221,9 @@ class SumEnumerate(Route):
         pr[p.unknown, :probs.shape[1]] = probs
         sampler = None
         notes = {}
+        parts = ()
         if all_kept:
+            parts = (self._cells_part(plan.release, p, kept, kept_lw),)
             w = np.exp(kept_lw - kept_lw.max())
             w /= w.sum()
             base = start.copy()
@@ -231,4 +240,31 @@ class SumEnumerate(Route):
         return RouteResult(start=start.reshape(s.shape), probs=pr.reshape(s.shape + (W,)),
                            log_evidence=float(log_z),
                            n_candidates=None if overflow else int(n),
-                           sampler=sampler, notes=notes)
+                           sampler=sampler, notes=notes, parts=parts)
+
+    @staticmethod
+    def _cells_part(release, p, kept, kept_lw):
+        """The posterior of every published cell of the publication (a suppressed cell's
+        from every candidate, all of them kept: exact), as one block over dim ``cell``
+        (``post.releases[0]``)."""
+        s = release.system
+        x = release.cell_vector()
+        idx = np.flatnonzero(s.published)
+        M = s.M.tocsr()[idx]
+        known_f = np.where(p.known, p.fin, 0.0)
+        base = np.rint(M @ known_f).astype(np.int64)
+        Mu = M[:, p.unknown]
+        vals = (Mu @ kept.T).astype(np.int64) + base[:, None] if kept.size else \
+            np.repeat(base[:, None], max(len(kept_lw), 1), axis=1)
+        w = np.exp(kept_lw - kept_lw.max()) if kept_lw.size else np.ones(1)
+        w = w / w.sum()
+        lo = vals.min(axis=1)
+        width = int((vals.max(axis=1) - lo).max()) + 1
+        probs = np.zeros((idx.size, width))
+        for k in range(idx.size):
+            probs[k] = np.bincount(vals[k] - lo[k], weights=w, minlength=width)[:width]
+        labels = s.labels()
+        view = _CellsView(("cell",), {"cell": [labels[j] for j in idx]}, x[idx])
+        what = ("posterior of every published cell of the publication (suppressed ones "
+                "from every candidate table)")
+        return (view, {("cell",): (lo, probs)}, what)

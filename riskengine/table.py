@@ -153,6 +153,7 @@ class Table:
         for d, hs in hierarchies.items():
             _check_leaves(hs, d, self.coords[d])
         self.hierarchies = hierarchies
+        self._system = None
         self.margins = default_margins(dims) if margins is None else margin_closure(margins, dims)
         self.name = name
         self._values = values
@@ -365,8 +366,10 @@ class Table:
         -------
         riskengine.cell_system.CellSystem
         """
-        from .cell_system import cell_system
-        return cell_system({self.name or "table": self})
+        if self._system is None:        # the table is read-only: built once
+            from .cell_system import cell_system
+            self._system = cell_system({self.name or "table": self})
+        return self._system
 
     @property
     def cells(self):
@@ -377,7 +380,7 @@ class Table:
         -------
         pandas.DataFrame
             Columns: one per dim (the cell's code), ``value``, ``level`` (the number of
-            dims below their finest codes: 0 for an interior cell).
+            dims at a subtotal or total code: 0 for an interior cell).
         """
         s = self.system()
         x = s.vector(self._values)

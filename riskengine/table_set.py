@@ -78,7 +78,10 @@ class TableSet:
         from .cell_system import cell_system
         self.tables = dict(tables)
         self.kind = kinds.pop()
-        self.system = cell_system(self.tables)
+        (name, first), = list(self.tables.items())[:1]
+        # one table under its own name: its own (cached) system is the set's
+        self.system = first.system() if len(self.tables) == 1 and \
+            name == (first.name or "table") else cell_system(self.tables)
         self.values = self._values(finest)
 
     # --- structure -------------------------------------------------------------------

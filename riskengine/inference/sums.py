@@ -55,9 +55,9 @@ class _Problem:
         self.target = np.rint(target[has]).astype(np.int64)
         n = self.unknown.size
         cap = np.full(n, np.iinfo(np.int64).max // 4)
-        for r in range(self.rows.shape[0]):
-            cols = self.rows.indices[self.rows.indptr[r]:self.rows.indptr[r + 1]]
-            cap[cols] = np.minimum(cap[cols], self.target[r])
+        # a cell is at most the smallest published sum holding it
+        np.minimum.at(cap, self.rows.indices,
+                      np.repeat(self.target, np.diff(self.rows.indptr)))
         # a cell in no published sum: the prior's bounds must bound it
         lo_b, hi_b = prior.bounds(s.shape, s.dims, s.coords)
         hi_b = np.asarray(hi_b).reshape(-1)[self.unknown]
@@ -79,7 +79,11 @@ class _Problem:
         self.prior = prior
 
     def memory(self) -> float:
-        return 8.0 * self.unknown.size * max(int(self.W.max(initial=1)), 1) * 3 + \
+        """Bytes: the value and log-weight grids of every finest cell (``weights``), the
+        unknowns' histograms and the kept candidates."""
+        wmax = max(int(self.W.max(initial=1)), 1)
+        n_fin = int(np.prod(self.system.shape))
+        return 16.0 * n_fin * wmax + 24.0 * self.unknown.size * wmax + \
             8.0 * KEEP * max(self.unknown.size, 1)
 
     def leaves_bound(self) -> float:

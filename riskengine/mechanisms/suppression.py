@@ -398,7 +398,10 @@ class CellSuppression(Mechanism):
                     "n_forced": 0 if user_forced is None else
                     int((user_forced.astype(bool) & pub).sum()),
                     "n_published_cells": int(pub.sum()), **info}
-        return TableSetRelease(ts, pub_vals, mechanism=self, info=rel_info)
+        # every published cell (subtotals, totals) may be suppressed here: the release says so
+        mech = CellSuppression(method=self.method, cost=self.cost,
+                               suppress_zeros=self.suppress_zeros, suppress_totals=True)
+        return TableSetRelease(ts, pub_vals, mechanism=mech, info=rel_info)
 
     def validate_release(self, release) -> None:
         if release.published is None:

@@ -219,6 +219,12 @@ def run_audit(args, release, auditor) -> int:
     atomic_write_netcdf(ds, path)
     print(f"audit written to {path}")
     maybe_report(args, ds, path, "audit")
+    return strict_status(args, ds)
+
+
+def strict_status(args, ds) -> int:
+    """The exit status of an audit: 3 with ``--strict`` when it finds a disclosure (said
+    on stderr), else 0."""
     found = disclosures(ds)
     if getattr(args, "strict", False) and found:
         print(f"riskengine {args.command}: --strict: the audit finds a disclosure "
@@ -245,6 +251,9 @@ def disclosures(ds) -> list:
 
 
 def cmd_audit(args) -> int:
+    if args.release is None:
+        raise ValueError("the following arguments are required: release (or --rda and "
+                         "--tab: a table prepared for tau-Argus)")
     rel = load_release(args.release, args)
     if _audit_of(rel) is None:        # before the microdata are read
         _audit_dataset(rel)
@@ -252,6 +261,9 @@ def cmd_audit(args) -> int:
 
 
 def cmd_suppress(args) -> int:
+    if args.microdata is None or not args.rule:
+        raise ValueError("the following arguments are required: microdata and --rule (or "
+                         "--rda and --tab: a table prepared for tau-Argus)")
     from ..mechanisms.suppression import suppress
     from ..report import audit_verdict, magnitude
     if args.out:

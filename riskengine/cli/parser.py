@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 
 from .._version import __version__
+from .argus import cmd_audit, cmd_run, cmd_suppress
 from .counts import cmd_analyze, cmd_assess, cmd_count, cmd_protect
 from .experiments import cmd_compare, cmd_simulate
-from .magnitude import cmd_audit, cmd_suppress
 from .output import cmd_report
 from .releases import GROUPS_SYNTAX
 from .routes import cmd_routes
@@ -111,6 +111,23 @@ def _release_options(sp) -> None:
     sp.add_argument("--param", action="append", metavar="KEY=VALUE",
                     help="with a published table (CSV): a parameter of the mechanism "
                          "(repeatable), e.g. --param base=3")
+
+
+def _argus_options(sp) -> None:
+    """A table prepared for tau-Argus: rda + tab (+ hst), its rules and additivity."""
+    g = sp.add_argument_group("a table prepared for tau-Argus")
+    g.add_argument("--rda", metavar="FILE", help="tau-Argus metadata (.rda); the .hrc files "
+                   "it names are read from its folder")
+    g.add_argument("--tab", metavar="FILE", help="tau-Argus table file (.tab): one line "
+                   "per cell, totals included")
+    g.add_argument("--hst", metavar="FILE", help="tau-Argus apriori file (.hst): statuses, "
+                   "costs, protection levels of some cells")
+    g.add_argument("--safety-rule", dest="argus_rule", metavar="RULES",
+                   help="tau-Argus safety rules, as in a batch file: e.g. "
+                   "'NK(3,75)|P(15,1)|FREQ(3,10)' (default: the status column only)")
+    g.add_argument("--additivity", choices=("check", "compute"), default="check",
+                   help="check (default, tau-Argus <READTABLE> 0: totals must add up) or "
+                   "compute (<READTABLE> 1: totals recomputed from the cells)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -304,16 +321,18 @@ def build_parser() -> argparse.ArgumentParser:
         "suppressions), choose complementary (secondary) suppressions that protect every "
         "one of them, audit the pattern by linear programming and write the release. "
         "Rule syntax (--rule, repeatable): " + RULE_SYNTAX + ".")
-    su.add_argument("microdata", help="CSV, one row per contribution: the --dims columns "
-                    "and the --value column; without --value, a table of counts (long or "
-                    "wide CSV, or netCDF, as riskengine protect reads it), --rule freq:N")
+    su.add_argument("microdata", nargs="?", help="CSV, one row per contribution: the "
+                    "--dims columns and the --value column; without --value, a table of "
+                    "counts (long or wide CSV, or netCDF, as riskengine protect reads it), "
+                    "--rule freq:N; with --rda and --tab: none (a table prepared for "
+                    "tau-Argus)")
     su.add_argument("--dims", type=_dims_list, metavar="COL,COL",
                     help="the columns that classify a contribution, e.g. region,industry "
                     "(microdata: required)")
     su.add_argument("--value", metavar="COL",
                     help="the column of contributions (nonnegative numbers), e.g. turnover "
                     "(microdata: required; without it MICRODATA is a count table)")
-    su.add_argument("--rule", type=rule_spec, action="append", required=True,
+    su.add_argument("--rule", type=rule_spec, action="append",
                     metavar="RULE", help="sensitivity rule, repeatable: p:P | pq:P,Q | nk:N,K "
                     "| freq:N[,R][,zeros] (e.g. --rule p:15 --rule nk:3,80; a count table: "
                     "--rule freq:3)")
@@ -335,6 +354,11 @@ def build_parser() -> argparse.ArgumentParser:
     su.add_argument("--out", help="release JSON path, the published table beside it as "
                     "CSV (default: the JSON on stdout, the "
                     "summary on stderr)")
+    _argus_options(su)
+    su.add_argument("--strict", action="store_true", help="--rda: exit with status 3 when "
+                    "the audit of the pattern finds a disclosure")
+    su.add_argument("--no-report", dest="report", action="store_false",
+                    help="--rda: write audit.nc without audit.html")
     su.set_defaults(func=cmd_suppress)
     au = sub.add_parser(
         "audit", help="what an intruder can derive from a suppressed or adjusted (CTA) "
@@ -346,7 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
         "riskengine suppress recorded in the release), the sensitive cells, their "
         "protection and whether each one is protected. Printed as a table; written to "
         "audit.nc and audit.html in --out. Rule syntax: " + RULE_SYNTAX + ".")
-    au.add_argument("release", help="cell suppression or CTA release: " + _RELEASE_HELP)
+    au.add_argument("release", nargs="?", help="cell suppression or CTA release: "
+                    + _RELEASE_HELP + " (none with --rda and --tab: a tau-Argus table)")
     _release_options(au)
     au.add_argument("--microdata", metavar="CSV", help="the microdata the release was made "
                     "from (one row per contribution)")
@@ -367,7 +392,40 @@ def build_parser() -> argparse.ArgumentParser:
                          "written")
     au.add_argument("--no-report", dest="report", action="store_false",
                     help="write audit.nc only (an earlier audit.html in the folder is removed)")
+    _argus_options(au)
+    au.add_argument("--sdc", metavar="CSV", help="audit an sdcTable result (its cells, "
+                    "values and sdcStatus: u and x suppressed), with --dims and --hierarchy")
+    au.add_argument("--hierarchy", action="append", metavar="DIM=FILE",
+                    help="--sdc: a dim's hierarchy (a to-from CSV with mapsFrom, mapsTo, "
+                    "sign; a level,name CSV; or an .hrc file), repeatable")
+    au.add_argument("--posterior", action="store_true", help="--rda/--sdc count tables: the "
+                    "exact posterior of every primary cell (uniform prior over the tables "
+                    "consistent with the pattern)")
+    au.add_argument("--jj", metavar="FILE", help="audit a JJ file (tau-Argus / sdcTable's "
+                    "suppression problem with its pattern: statuses u, m/x suppressed) on its "
+                    "own: relations, a-priori bounds, protection levels")
+    au.add_argument("--pattern", metavar="FILE", help="--rda: another tool's pattern of the "
+                    "table: a tau-Argus output (WRITETABLE type 2 or 3: x for a suppressed "
+                    "value, or status numbers with AS+) or an sdcTable result CSV "
+                    "(sdcStatus); default: the table file's own status column")
     au.set_defaults(func=cmd_audit)
+    rn = sub.add_parser(
+        "run", help="run a tau-Argus batch file (.arb): read the tables, protect them, "
+        "audit the patterns, write the tables",
+        description="The commands of a tau-Argus batch file that riskengine implements, in "
+        "order: <OPENTABLEDATA>, <OPENMETADATA>, <SPECIFYTABLE>, <SAFETYRULE>, "
+        "<READTABLE>, <APRIORI>, <SUPPRESS> MOD/GH/NET (riskengine's heuristic) or OPT "
+        "(its optimal model), <WRITETABLE> types 1-3. Other commands (microdata, RECODE, "
+        "RND, CTA, CKM, ...) are refused by name before any work starts. Every protected "
+        "table is audited; the status-flagged tables, audit.nc and the report go to "
+        "--out/tableK.")
+    rn.add_argument("job", help="the .arb file (its file names are looked up next to it)")
+    rn.add_argument("--out", help="output folder (default: the batch file's folder)")
+    rn.add_argument("--strict", action="store_true", help="exit with status 3 when an "
+                    "audit finds a disclosure")
+    rn.add_argument("--no-report", dest="report", action="store_false",
+                    help="write audit.nc without audit.html")
+    rn.set_defaults(func=cmd_run)
     w = sub.add_parser("warmup", help="compile every numerical kernel now (e.g. in a "
                        "container build), so that no later run waits for it",
                        description="Run a tiny instance of every inference route of every "

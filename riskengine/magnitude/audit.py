@@ -100,11 +100,12 @@ def audit(release, sensitive=None, protection=None, *, table=None, unions=None) 
     dims, shape = release.dims, release.shape
     system = release.system()
     x = release.cell_vector(system)
-    lo, hi = intervals(system, x)
+    ctol = np.zeros(x.size)
+    lo, hi = intervals(system, x, tol_out=ctol)
     supp = np.isnan(x)
-    tol = protection_tol(x)
+    tol = protection_tol(x)             # comparisons of published values
     width = hi - lo
-    exact = supp & (width <= tol)
+    exact = supp & (width <= ctol)      # each cell's own accuracy (its LP component)
     data = {"published": x, "suppressed": supp, "lower": lo, "upper": hi, "width": width,
             "exact": exact}
     attrs = {"method": "LP interval audit (HiGHS): min/max of each suppressed cell over "
@@ -114,7 +115,7 @@ def audit(release, sensitive=None, protection=None, *, table=None, unions=None) 
     sens = np.zeros(x.size, bool)
     if sensitive is not None:
         sens, plo, phi = sensitive_cells(sensitive, protection, system)
-        approx = sens & ~exact & (width < np.maximum(plo, phi) - tol)
+        approx = sens & ~exact & (width < np.maximum(plo, phi) - ctol)
         data.update({"sensitive": sens, "protection_lower": plo, "protection_upper": phi,
                      "approximate_disclosure": approx})
         attrs["n_approximate_disclosure"] = int(approx.sum())
@@ -127,7 +128,7 @@ def audit(release, sensitive=None, protection=None, *, table=None, unions=None) 
             if not np.all(np.abs(val[~supp] - x[~supp]) <= tol):
                 raise ValueError("table does not match the release's published cells")
             below, above = val - lo, hi - val
-            under = sens & ((below < plo - tol) | (above < phi - tol))
+            under = sens & ((below < plo - ctol) | (above < phi - ctol))
             data.update({"value": val, "room_below": below, "room_above": above,
                          "under_protected": under})
             attrs["n_under_protected"] = int(under.sum())
@@ -219,15 +220,19 @@ def _audit_set(release, sensitive, protection, table, unions) -> xr.Dataset:
         groups.append(g)
     if groups:
         aug = _Augmented(s, groups)
-        lo_all, hi_all = intervals(aug, np.concatenate([x, np.full(len(groups), np.nan)]))
+        ctol_all = np.zeros(s.n_var + len(groups))
+        lo_all, hi_all = intervals(aug, np.concatenate([x, np.full(len(groups), np.nan)]),
+                                   tol_out=ctol_all)
         lo, hi = lo_all[: s.n_var], hi_all[: s.n_var]
+        ctol = ctol_all[: s.n_var]
     else:
-        lo, hi = intervals(s, x)
+        ctol = np.zeros(s.n_var)
+        lo, hi = intervals(s, x, tol_out=ctol)
     unknown = np.isnan(x)
     supp = unknown & pub
-    tol = protection_tol(x)
+    tol = protection_tol(x)             # comparisons of published values
     width = hi - lo
-    exact = unknown & (width <= tol)
+    exact = unknown & (width <= ctol)   # each cell's own accuracy (its LP component)
     data = {"published": x, "suppressed": supp, "lower": lo, "upper": hi, "width": width,
             "exact": exact}
     attrs = {"method": "LP interval audit (HiGHS) over every table of the publication at "
@@ -260,7 +265,7 @@ def _audit_set(release, sensitive, protection, table, unions) -> xr.Dataset:
             p = protection if isinstance(protection, tuple) else (protection, protection)
             plo, phi = (np.where(sens, np.broadcast_to(np.asarray(q, float), (s.n_var,)),
                                  0.0) for q in p)
-        approx = sens & ~exact & supp & (width < np.maximum(plo, phi) - tol)
+        approx = sens & ~exact & supp & (width < np.maximum(plo, phi) - ctol)
         data.update({"sensitive": sens, "protection_lower": plo, "protection_upper": phi,
                      "approximate_disclosure": approx})
         attrs["n_approximate_disclosure"] = int(approx.sum())
@@ -279,7 +284,7 @@ def _audit_set(release, sensitive, protection, table, unions) -> xr.Dataset:
                 raise ValueError(f"table= does not match the release: cell "
                                  f"{s.labels()[j]} is {val[j]:g} there, published {x[j]:g}")
             below, above = val - lo, hi - val
-            under = sens & ((below < plo - tol) | (above < phi - tol))
+            under = sens & ((below < plo - ctol) | (above < phi - ctol))
             data.update({"value": val, "room_below": below, "room_above": above,
                          "under_protected": under})
             attrs["n_under_protected"] = int(under.sum())
@@ -298,9 +303,10 @@ def _audit_set(release, sensitive, protection, table, unions) -> xr.Dataset:
         ds["union_lower"] = ("union", ulo)
         ds["union_upper"] = ("union", uhi)
         ds["union_width"] = ("union", uhi - ulo)
-        ds["union_exact"] = ("union", (uhi - ulo) <= tol)
+        utol = ctol_all[s.n_var:]
+        ds["union_exact"] = ("union", (uhi - ulo) <= utol)
         ds["union_cells"] = ("union", [" + ".join(s.labels()[j] for j in g) for g in groups])
         if val_u is not None:
             ds["union_value"] = ("union", val_u)
-        ds.attrs["n_union_exact"] = int(((uhi - ulo) <= tol).sum())
+        ds.attrs["n_union_exact"] = int(((uhi - ulo) <= utol).sum())
     return ds

@@ -39,7 +39,7 @@ def protection_tol(x) -> float:
     return 1e-6 * max(float(np.abs(fin).max()) if fin.size else 0.0, 1.0)
 
 
-def intervals(system: TabularSystem, x, only=None) -> tuple:
+def intervals(system: TabularSystem, x, only=None, tol_out=None) -> tuple:
     """Feasible interval of every unknown (NaN) entry of the cell vector ``x``.
 
     Returns ``(lower, upper)``, float vectors of length ``system.n_var``: the published
@@ -53,6 +53,13 @@ def intervals(system: TabularSystem, x, only=None) -> tuple:
     substituted before any LP (repeatedly); the maxima are solved first, and an unknown
     that is 0 in any optimal vertex found on the way has lower bound 0 without its LP.
     Raises ``ValueError`` when no nonnegative completion exists.
+
+    ``tol_out`` (a float vector of length ``system.n_var``, filled in place) receives the
+    accuracy of each unknown's bounds: ``1e-7`` (HiGHS's feasibility tolerance) times the
+    largest right-hand side of the unknown's own component, plus the equations' rounding
+    tolerance; a cell's exactness and protection are judged against it (a tolerance
+    scaled to the whole table would call a small cell of a big table exact, or protected,
+    when it is neither).
 
     Examples
     --------
@@ -73,6 +80,8 @@ def intervals(system: TabularSystem, x, only=None) -> tuple:
     if unk.size == 0:
         return lower, upper
     eq_tol = equation_tol(system, x)
+    if tol_out is not None:
+        tol_out[~known] = eq_tol
     x, fixed = _substitute_singletons(system, x, eq_tol)
     lower[fixed] = upper[fixed] = x[fixed]
     known = np.isfinite(x)
@@ -102,6 +111,8 @@ def intervals(system: TabularSystem, x, only=None) -> tuple:
         sub = Au[rr][:, cols]
         scale = float(np.abs(rhs[rr]).max())
         scale = scale if scale > 0 else 1.0
+        if tol_out is not None:
+            tol_out[unk[cols]] = 1e-7 * scale + eq_tol
         b = rhs[rr] / scale
         nc = len(cols)
         # one model per component, re-solved for each objective from the last basis by

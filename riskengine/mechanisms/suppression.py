@@ -36,7 +36,7 @@ from ..inference.sums import SumEnumerate
 from ..inference.table_dp import TableDP
 from ..magnitude.contributions import Contributions
 from ..magnitude.csp import COSTS, METHODS, find_pattern
-from ..magnitude.intervals import intervals, protection_tol
+from ..magnitude.intervals import intervals
 from ..magnitude.sensitivity import Frequency, Rule, assess
 from ..protocol import Example, Mechanism, register
 from ..release import Release
@@ -162,13 +162,13 @@ def entry_windows(release) -> win.EntryWindows:
                                   fixed=release.published)
     system = release.system()
     x = release.cell_vector(system)
-    lo, hi = intervals(system, x)
+    tol = np.zeros(len(x))
+    lo, hi = intervals(system, x, tol_out=tol)      # each cell's own accuracy
     if not np.all(np.isfinite(hi)):
         j = int(np.argmax(~np.isfinite(hi)))
         raise ValueError(f"{system.labels()[j]} is unbounded given the published cells (the "
                          "grand total and the totals above it are suppressed): infinitely "
                          "many integer completions")
-    tol = protection_tol(x)
     ilo = np.ceil(lo - tol).astype(np.int64)
     ihi = np.floor(hi + tol).astype(np.int64)
     totals = {}

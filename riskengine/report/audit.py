@@ -44,6 +44,8 @@ def _audit_cell(ds: xr.Dataset, table_dims, bdims, idx) -> str:
     """``(North, food)``; a total names the dims it sums over ``total``, a subtotal its
     group: ``(North, total)``, ``(group 1, food)``."""
     pos = dict(zip(bdims, idx))
+    if tuple(table_dims) == ("cell",) and "label" in ds.coords:   # a publication's cells
+        return str(ds["label"].values[idx[0]])
     parts = []
     for d in table_dims:
         if d in pos:

@@ -115,7 +115,10 @@ def test_the_public_names_and_where_they_live():
             "Mechanism", "cycles", "contributions", "Contributions", "sensitivity", "audit",
             "measures", "compare", "simulate", "generators", "plots", "write_report",
             "analyze", "Analysis", "statistics", "verdict", "Verdict", "Policy",
-            "Hierarchy", "TableSet", "TableSetRelease"}
+            "Hierarchy", "TableSet", "TableSetRelease", "formats", "FormatError",
+            "read_argus", "ArgusTable", "read_jj", "write_jj", "protect_argus",
+            "audit_argus", "read_pattern", "write_argus_output", "run_batch",
+            "status_pattern"}
     assert want <= set(rk.__all__)
     assert set(rk.__all__) - want - {"routes"} == set(mechanisms.exports())
     assert rk.suppress is importlib.import_module("riskengine.mechanisms.suppression").suppress

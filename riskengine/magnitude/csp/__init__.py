@@ -205,10 +205,10 @@ def _check_protected(system, x, mask, sens, plo, phi, method, labels):
     """Raise unless the LP audit (no a-priori caps) finds every sensitive cell protected."""
     full = np.where(mask, np.nan, x)
     idx = np.flatnonzero(sens)
-    lo, hi = intervals(system, full, only=idx)
-    tol = protection_tol(x)
+    tol = np.zeros(len(full))
+    lo, hi = intervals(system, full, only=idx, tol_out=tol)   # each cell's own accuracy
     for j in idx:
-        if x[j] - lo[j] < plo[j] - tol or hi[j] - x[j] < phi[j] - tol:
+        if x[j] - lo[j] < plo[j] - tol[j] or hi[j] - x[j] < phi[j] - tol[j]:
             raise ValueError(f"the {method} pattern leaves sensitive cell {labels[j]} "
                              f"under-protected: interval [{lo[j]:g}, {hi[j]:g}] around "
                              f"{x[j]:g}, needs {plo[j]:g} below and {phi[j]:g} above")

@@ -9,6 +9,8 @@ How tau-Argus's methods map onto riskengine's (``<SUPPRESS>``):
   complementary suppression over the whole hierarchical table at once (one LP-driven
   pass over all levels: no sub-table back-tracking, so no unsafe pattern from the
   modular decomposition; the pattern is not the one tau-Argus finds);
+* table 0 (tau-Argus's linked tables, GH / MOD only) -> :func:`protect_argus_linked`:
+  every table in one system, a shared cell one unknown, audited jointly;
 * ``OPT`` (optimal) -> riskengine's optimal model (Fischetti-Salazar, HiGHS), with the
   time limit given;
 * ``RND``, ``CTA``, ``CKM`` -> refused by name (controlled rounding of hierarchical
@@ -784,10 +786,28 @@ def run_batch(source, out_dir=None, progress=None) -> BatchResult:
                 res.notes.append(f"line {c.line}: {a['method']} run as riskengine's heuristic "
                                  "suppression of every level at once (its pattern differs "
                                  "from tau-Argus's)")
-            if a["table"] == 0:
-                res.notes.append(f"line {c.line}: linked tables protected one by one here "
-                                 "(a table set shares cells only when the tables are given "
-                                 "as one TableSet)")
+            if a["table"] == 0 and len(ks) > 1:
+                names = {k: f"T{k}" for k in ks}
+                say(f"suppressing tables {', '.join(map(str, ks))} together (linked, "
+                    f"{method})")
+                sv = {names[k]: specs[k - 1].get("sensitivity") for k in ks
+                      if specs[k - 1].get("sensitivity") is not None}
+                rl = {names[k]: specs[k - 1]["rules"] for k in ks
+                      if specs[k - 1].get("sensitivity") is None}
+                joint, ds, per = protect_argus_linked(
+                    {names[k]: res.tables[k - 1] for k in ks}, rl, method=method,
+                    time_limit=tl * 60 if tl else None, sensitivities=sv)
+                res.notes.append(f"line {c.line}: linked tables protected together: one "
+                                 "system over every cell of every table (a shared cell is "
+                                 "one unknown), audited jointly")
+                for k in ks:
+                    res.releases[k] = per[names[k]]
+                    res.rules[k] = specs[k - 1]["rules"]
+                    res.audits[k] = ds
+                res.audits[0] = ds
+                say(f"linked tables: {int(joint.hidden.sum())} cells suppressed, "
+                    f"{ds.attrs.get('n_under_protected', 0)} under-protected")
+                continue
             for k in ks:
                 at = res.tables[k - 1]
                 say(f"suppressing table {k} ({method})")
@@ -799,7 +819,7 @@ def run_batch(source, out_dir=None, progress=None) -> BatchResult:
                 res.releases[k] = (rel, st)
                 res.rules[k] = specs[k - 1]["rules"]
                 res.audits[k] = audit_argus(at, rel, rules, sensitivity=sv)
-                say(f"table {k}: {int((st == 'unsafe').sum())} primary, "
+                say(f"table {k}: {int((st == 'primary').sum())} primary, "
                     f"{int((st == 'secondary').sum())} secondary suppressions")
         elif c.keyword == "<WRITETABLE>":
             k = a["table"]
@@ -943,3 +963,85 @@ def audit_jj(jj):
                      "n_exact": int(exact.sum()), "n_sensitive": int(sens.sum()),
                      "n_under_protected": int(under.sum())})
     return ds
+
+
+def protect_argus_linked(tables, rules=None, method: str = "heuristic",
+                         time_limit: float | None = None, sensitivities=None):
+    """Complementary suppression of several tau-Argus tables of one population at once
+    (tau-Argus's linked tables, ``<SUPPRESS> MOD(0)``): one system over every cell of
+    every table, a cell two tables share is one unknown, so no pattern of one table can
+    be undone by differencing with another (protecting them one by one can be; issue 28,
+    sdcTools/UserSupport #136).
+
+    Parameters
+    ----------
+    tables : dict
+        ``{name: ArgusTable}``.
+    rules : dict, optional
+        ``{name: safety rules}`` (see :func:`argus_sensitivity`).
+    method : {"heuristic", "optimal"}
+        riskengine's suppression method.
+    time_limit : float, optional
+        Seconds for the optimal method.
+    sensitivities : dict, optional
+        ``{name: (sensitive, lower, upper, reason)}`` computed elsewhere (microdata).
+
+    Returns
+    -------
+    joint : rk.TableSetRelease
+        The pattern over the set's system.
+    audit : xarray.Dataset
+        The joint audit (every table's equations at once).
+    per_table : dict
+        ``{name: (release, status)}``: each table's view of the joint pattern, for its
+        output files.
+    """
+    from .magnitude.audit import audit
+    from .mechanisms.suppression import suppress
+    from .table_set import TableSet, TableSetRelease
+
+    rules, sensitivities = dict(rules or {}), dict(sensitivities or {})
+    ts = TableSet({name: at.table for name, at in tables.items()})
+    s = ts.system
+    n = s.n_var
+    sens, low, up = np.zeros(n, bool), np.zeros(n), np.zeros(n)
+    forced, frozen = np.zeros(n, bool), np.zeros(n, bool)
+    maps = {}
+    for name, at in tables.items():
+        own = at.system
+        _, _, ids = s.grids[name]
+        _, _, own_ids = own.grids[next(iter(own.grids))]
+        ok = (ids >= 0) & (own_ids >= 0)
+        m = np.full(own.n_var, -1, np.int64)
+        m[own_ids[ok]] = ids[ok]
+        maps[name] = m
+        k_sens, k_low, k_up, _ = _given_or_rules(at, rules.get(name), sensitivities.get(name))
+        has = m >= 0
+        j = m[has]
+        sens[j] |= k_sens[has]
+        np.maximum.at(low, j, np.where(k_sens[has], k_low[has], 0.0))
+        np.maximum.at(up, j, np.where(k_sens[has], k_up[has], 0.0))
+        forced[j] |= at.status_mask("secondary")[has]
+        frozen[j] |= at.status_mask("forced_safe")[has]
+    if np.any(sens & frozen):
+        j = int(np.argmax(sens & frozen))
+        raise ValueError(f"{s.labels()[j]} is unsafe and protected at once")
+    joint = suppress(ts, sens, (low, up), method=method, time_limit=time_limit,
+                     forced=forced if forced.any() else None,
+                     frozen=frozen if frozen.any() else None)
+    ds = audit(joint, sens, (low, up), table=ts)
+    per_table = {}
+    for name, at in tables.items():
+        m = maps[name]
+        hid = np.zeros(at.system.n_var, bool)
+        hid[m >= 0] = joint.hidden[m[m >= 0]]
+        own_ts = TableSet({at.table.name or "table": at.table})
+        rel = TableSetRelease(own_ts, np.where(hid | ~at.system.published, np.nan,
+                                               at.vector("value", 0.0)),
+                              joint.mechanism.base if hasattr(joint.mechanism, "base")
+                              else joint.mechanism,
+                              info={"linked": list(tables)})
+        k_sens = np.zeros(at.system.n_var, bool)
+        k_sens[m >= 0] = sens[m[m >= 0]]
+        per_table[name] = (rel, _statuses(at, k_sens, hid))
+    return joint, ds, per_table

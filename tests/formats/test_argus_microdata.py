@@ -534,3 +534,33 @@ def test_a_microdata_batch_job_runs_end_to_end(job, tmp_path, rule):
     aj = audit_jj(tmp_path / "m.jj")
     assert aj.attrs["n_under_protected"] == 0
     assert aj.attrs["n_suppressed"] == int(rel.hidden.sum())
+
+
+def test_linked_tables_of_one_microdata_are_protected_together(job, tmp_path):
+    """<SUPPRESS> MOD(0): two tables of the same records (Region x Size, Region x Label)
+    share the Region cells; protected in one system, the joint audit finds every primary
+    cell of both protected, and each table's file reads back as its part of the pattern."""
+    import riskengine as rk
+    frame = records(5, n=150)
+    frame["Label"] = np.random.default_rng(3).choice(["a", "b", "c"], len(frame))
+    job(frame)
+    arb = tmp_path / "l.arb"
+    arb.write_text('<OPENMICRODATA> "m.asc"\n<OPENMETADATA> "m.rda"\n'
+                   '<SPECIFYTABLE> "Region""Size"|"Sales"||\n<SAFETYRULE> NK(2,70)|FREQ(3,10)\n'
+                   '<SPECIFYTABLE> "Region""Label"|"Sales"||\n<SAFETYRULE> NK(2,70)|FREQ(3,10)\n'
+                   '<READMICRODATA>\n<SUPPRESS> MOD(0)\n'
+                   '<WRITETABLE> (1, 3, AS+, "a.csv")\n<WRITETABLE> (2, 3, AS+, "b.csv")\n')
+    res = rk.run_batch(arb)
+    assert any("protected together" in n for n in res.notes)
+    joint = res.audits[0]
+    assert joint.attrs["n_under_protected"] == 0 and joint.attrs["n_exact"] == 0
+    for k, f in ((1, "a.csv"), (2, "b.csv")):
+        rel, _ = res.releases[k]
+        back, _ = rk.read_pattern(res.tables[k - 1], tmp_path / f)
+        np.testing.assert_array_equal(back.hidden, rel.hidden)
+    # the Region totals are one cell in both tables: the same status in both files
+    t1, t2 = res.tables
+    for code in ["Total", "N", "S", " 1", " 2", " 3", "11", "99"]:
+        h1 = res.releases[1][0].hidden[t1.system.find(Region=code, Size="Total")]
+        h2 = res.releases[2][0].hidden[t2.system.find(Region=code, Label="Total")]
+        assert h1 == h2, code

@@ -531,7 +531,59 @@ def audit_argus(at: ArgusTable, release, rules=None, sensitivity=None):
 
     sens, lower, upper, _ = _given_or_rules(at, rules, sensitivity)
     ts = TableSet({at.table.name or "table": at.table})
-    return audit(release, sens, (lower, upper), table=ts)
+    ds = audit(release, sens, (lower, upper), table=ts)
+    bounds = _apriori_bounds(at)
+    if bounds is None:
+        return ds
+    # an intruder who knows a-priori bounds of some cells (apriori AB lines) narrows the
+    # intervals: the audit solves with them (never a wider interval than the intruder has)
+    from .magnitude.bounded import bounded_intervals
+    s = at.system
+    lb, ub = bounds
+    lo, hi, tol = bounded_intervals(s.A, np.zeros(s.A.shape[0]), release.cell_vector(), lb,
+                                    ub)
+    unknown = np.isnan(release.cell_vector())
+    width = hi - lo
+    exact = unknown & (width <= tol)
+    val = ds["value"].values
+    below, above = val - lo, hi - val
+    plo, phi = ds["protection_lower"].values, ds["protection_upper"].values
+    sens_v = ds["sensitive"].values
+    supp = ds["suppressed"].values
+    ds["lower"].values[:] = lo
+    ds["upper"].values[:] = hi
+    ds["width"].values[:] = width
+    ds["exact"].values[:] = exact
+    ds["room_below"].values[:] = below
+    ds["room_above"].values[:] = above
+    ds["approximate_disclosure"].values[:] = (sens_v & ~exact & supp
+                                              & (width < np.maximum(plo, phi) - tol))
+    ds["under_protected"].values[:] = sens_v & ((below < plo - tol) | (above < phi - tol))
+    pub = s.published
+    ds.attrs.update({"n_exact": int((exact & pub).sum()),
+                     "n_exact_unpublished": int((exact & ~pub).sum()),
+                     "n_approximate_disclosure": int(ds["approximate_disclosure"].sum()),
+                     "n_under_protected": int(ds["under_protected"].sum()),
+                     "apriori_bounds": int((np.isfinite(ub) | (lb > 0)).sum()),
+                     "method": ds.attrs["method"] + "; with the a-priori bounds (AB) the "
+                     "intruder is given"})
+    return ds
+
+
+def _apriori_bounds(at: ArgusTable):
+    """``(lower, upper)`` per cell from an apriori file's AB lines (an intruder's
+    knowledge), or None when it has none."""
+    if "lower_bound" not in at.cells or not at.cells["lower_bound"].notna().any():
+        return None
+    lb = at.vector("lower_bound", 0.0)
+    ub = at.vector("upper_bound", np.inf)
+    x = at.vector("value", 0.0)
+    bad = (lb > x) | (ub < x)
+    if bad.any():
+        j = int(np.argmax(bad))
+        raise ValueError(f"the a-priori bounds of {at.system.labels()[j]} "
+                         f"[{lb[j]:g}, {ub[j]:g}] do not hold its value {x[j]:g}")
+    return np.maximum(lb, 0.0), ub
 
 
 def _code_order(at: ArgusTable, k: int) -> list:
@@ -868,7 +920,7 @@ def to_jj(at: ArgusTable, release, status, rules=None, bounds=None, sensitivity=
         The safety rules: the protection levels of the primary cells.
     bounds : (lower, upper), optional
         A-priori bounds per cell (default ``0`` and the grand total: what anybody knows
-        of a nonnegative table).
+        of a nonnegative table, narrowed by the apriori file's AB lines).
     sensitivity : tuple, optional
         ``(sensitive, lower, upper, reason)`` computed elsewhere (see
         :func:`protect_argus`), instead of ``rules``.
@@ -891,6 +943,9 @@ def to_jj(at: ArgusTable, release, status, rules=None, bounds=None, sensitivity=
     cost = np.abs(x) if costs is None else costs
     if bounds is None:
         lb, ub = np.zeros(s.n_var), np.full(s.n_var, float(np.abs(x).max()))
+        known = _apriori_bounds(at)          # apriori AB lines: the intruder's knowledge
+        if known is not None:
+            lb, ub = np.maximum(lb, known[0]), np.minimum(ub, known[1])
     else:
         lb, ub = (np.broadcast_to(np.asarray(b, float), (s.n_var,)) for b in bounds)
     A = s.A.tocsr()

@@ -327,3 +327,33 @@ def test_run_batch_refuses_what_it_does_not_run_by_name(tmp_path, text, rule):
     p.write_text(text)
     with pytest.raises(FormatError, match=rule):
         rk.run_batch(p)
+
+
+def test_apriori_bounds_are_the_intruders_and_the_audit_uses_them(tmp_path):
+    """An AB line (a-priori bounds an intruder knows) narrows a suppressed cell's interval:
+    the audit that ignored it would call the cell protected when it is not."""
+    rules = [("NK", (2.0, 75.0))]
+    at = rk.read_argus(DATA / "pp.rda", DATA / "pp.tab", additivity="compute")
+    rel, st = rk.protect_argus(at, rules)
+    j = at.system.find(Size=" 2", Region=" 1")            # primary, value 5, needs 1.67
+    assert st[j] == "primary"
+    plain = rk.audit_argus(at, rel, rules)
+    assert not plain.under_protected.values[j]
+    hst = tmp_path / "ab.hst"
+    hst.write_text('" 2";" 1";AB;4.5;5.5\n')
+    atb = rk.read_argus(DATA / "pp.rda", DATA / "pp.tab", hst, additivity="compute")
+    a = rk.audit_argus(atb, rel, rules)
+    assert (a.lower.values[j], a.upper.values[j]) == (pytest.approx(4.5), pytest.approx(5.5))
+    assert a.under_protected.values[j] and a.attrs["n_under_protected"] >= 1
+    assert a.attrs["apriori_bounds"] == 1
+    # the JJ file carries the same bounds, and its audit agrees
+    from riskengine._batch import audit_jj, to_jj
+    jj = to_jj(atb, rel, st, rules)
+    aj = audit_jj(jj)
+    k = int(np.flatnonzero(np.flatnonzero(atb.system.published) == j)[0])
+    assert (jj.lower[k], jj.upper[k]) == (4.5, 5.5) and aj.under_protected.values[k]
+    bad = tmp_path / "bad.hst"
+    bad.write_text('" 2";" 1";AB;6;7\n')
+    atx = rk.read_argus(DATA / "pp.rda", DATA / "pp.tab", bad, additivity="compute")
+    with pytest.raises(ValueError, match="do not hold its value"):
+        rk.audit_argus(atx, rel, rules)

@@ -74,6 +74,7 @@ _NAMES = {  # grouped by topic, not sorted
     "compare": "riskengine._compare:compare",
     "simulate": "riskengine._simulate:simulate",
     "generators": "riskengine.generators",
+    "census": "riskengine.census",
     "plots": "riskengine.plots",
     "write_report": "riskengine.report:write_report",
     # the user's analysis

@@ -118,7 +118,7 @@ def test_the_public_names_and_where_they_live():
             "Hierarchy", "TableSet", "TableSetRelease", "formats", "FormatError",
             "read_argus", "ArgusTable", "read_jj", "write_jj", "protect_argus",
             "audit_argus", "read_pattern", "write_argus_output", "run_batch",
-            "status_pattern"}
+            "status_pattern", "census"}
     assert want <= set(rk.__all__)
     assert set(rk.__all__) - want - {"routes"} == set(mechanisms.exports())
     assert rk.suppress is importlib.import_module("riskengine.mechanisms.suppression").suppress

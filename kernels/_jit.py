@@ -7,8 +7,18 @@ machine (see ``benchmarks/`` for the measured warm-up), and with
 
 from __future__ import annotations
 
+import os
 import time
 from contextlib import contextmanager
+
+# A parallel kernel's OpenMP threads wait for the next one passively (asleep) rather than
+# spinning: on a machine whose cores are busy (CI, a shared server, a board member's
+# laptop) spinning threads fight the work for the cores and a small kernel ran 10-50x
+# slower (issue 30; benchmarks/wait_policy.py).  Set before numba loads its threading
+# layer (the first parallel launch), and only when the user has not chosen a policy;
+# RISKENGINE_WAIT_POLICY=default keeps OpenMP's own.
+if os.environ.get("RISKENGINE_WAIT_POLICY", "passive").lower() != "default":
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numba as nb
 from numba.core import event as _event

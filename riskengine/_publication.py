@@ -216,7 +216,9 @@ def publication_measures(pub: Publication, small=(1, 2)) -> xr.Dataset:
         - ``mean_abs_dev``: mean absolute deviation of published from original;
         - ``share_changed``: share of cells whose published value differs;
         - ``hellinger``: Hellinger distance between the original and published cell
-          distributions (finest cells of each table).
+          distributions (finest cells of each table);
+        - ``cramers_v_change``: |V(published) - V(original)| of Cramér's V of the table's
+          published margin of its first two dims (NaN over the set).
     """
     orig_ts = pub.original
     rel = pub.release
@@ -253,6 +255,8 @@ def publication_measures(pub: Publication, small=(1, 2)) -> xr.Dataset:
                                                          - np.sqrt(pb / pb.sum())) ** 2)))
         else:
             r["hellinger"] = np.nan
+        r["cramers_v_change"] = (_cramers_v_change(pub, name) if name != "all"
+                                 else np.nan)
         rows[name] = r
     df = pd.DataFrame(rows).T
     ds = xr.Dataset({c: ("table", df[c].to_numpy(dtype=float)) for c in df.columns},
@@ -263,6 +267,23 @@ def publication_measures(pub: Publication, small=(1, 2)) -> xr.Dataset:
                      "note": "empirical measures of one protected publication against its "
                      "original (average over seeds for their expectation)"})
     return ds
+
+
+def _cramers_v_change(pub, name) -> float:
+    """|V(published) - V(original)| of table ``name``'s published margin of its first two
+    dims (their leaf codes, every other dim at its total; NaN for a 1-dim table): the
+    association a user reads, before and after protection."""
+    from .measures import cramers_v
+    dims = pub.tables[name]
+    if len(dims) < 2:
+        return np.nan
+    s = pub.original.system
+    tab = pub.original.tables[name]
+    d0, d1 = dims[0], dims[1]
+    c0, c1 = list(tab.coords[d0]), list(tab.coords[d1])
+    rest = {d: "Total" for d in dims[2:]}
+    ids = np.array([[s.find(table=name, **{d0: a, d1: b}, **rest) for b in c1] for a in c0])
+    return abs(cramers_v(pub.release.values[ids]) - cramers_v(pub.original.values[ids]))
 
 
 def _exact_ones(pub, orig, sel, x0, y) -> float:

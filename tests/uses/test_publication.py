@@ -124,3 +124,18 @@ def test_bad_inputs(census):
         protect_publication(people.to_dict(), pop.tables())
     with pytest.raises(ValueError, match="rng is required"):
         protect_publication(people, pop.tables(), pop.hierarchies(), _trs())
+
+
+def test_cramers_v_change_by_hand(census):
+    pop, people = census
+    pub = protect_publication(people, pop.tables(), pop.hierarchies(), _trs(0.1),
+                              rk.CellKey(D=2, V=1.0), np.random.default_rng(4))
+    m = publication_measures(pub)
+    s = pub.original.system
+    orig = pd.crosstab(people.area, people.sex)              # area x sex from the records
+    pubv = np.array([[pub.release.values[s.find(table="area_sex_age", area=a, sex=x,
+                                                 age="Total")] for x in orig.columns]
+                     for a in orig.index])
+    want = abs(rk.measures.cramers_v(pubv) - rk.measures.cramers_v(orig.to_numpy()))
+    assert float(m.cramers_v_change.sel(table="area_sex_age")) == pytest.approx(want)
+    assert np.isnan(float(m.cramers_v_change.sel(table="all")))

@@ -9,6 +9,8 @@ every probability within 0.05.
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 
@@ -24,7 +26,9 @@ CASES = [(design, rule, k) for design in ("staircase", "diagonal")
                                    pytest.param(rk.priors.Poisson(2.0), marks=pytest.mark.slow)],
                          ids=["uniform", "poisson"])
 def test_cyclic_gibbs_agrees_with_the_exact_route(design, rule, k, prior):
-    rng = np.random.default_rng(hash((design, rule, k)) % 2**32)
+    # a stable seed: Python's hash() of strings is salted per process, which made the case
+    # (and its outcome) change from run to run
+    rng = np.random.default_rng(zlib.crc32(repr((design, rule, k)).encode()))
     shape = (3, 4) if design == "staircase" else (4, 4)
     cyc = rk.cycles.design(design, shape)
     lam = 300.0 if k == 2 else float(rng.uniform(0.5, 3))    # k = 2: cells in the hundreds

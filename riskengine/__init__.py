@@ -73,6 +73,7 @@ _NAMES = {  # grouped by topic, not sorted
     "measures": "riskengine.measures",
     "compare": "riskengine._compare:compare",
     "simulate": "riskengine._simulate:simulate",
+    "reconstruct": "riskengine._reconstruct:reconstruct",
     "generators": "riskengine.generators",
     "census": "riskengine.census",
     "plots": "riskengine.plots",

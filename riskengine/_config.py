@@ -216,3 +216,106 @@ def simulate_args(cfg: dict, base: Path) -> dict:
         "chunk": cfg.get("chunk"),
         "seed": _int(cfg, "seed", 0, 0, "simulate config"),
     }
+
+
+RECONSTRUCT_KEYS = ("seed", "population", "tables", "hierarchies", "protection", "reconstruct")
+_RECON_OPTIONS = ("unit", "level", "prior", "threshold", "max_candidates", "time_limit",
+                  "workers", "scheduler", "bounds")
+_GENERATORS = {"census": ("riskengine.census", "CensusPopulation"),
+               "blocks": ("riskengine.census_blocks", "BlockPopulation")}
+
+
+def reconstruct_args(cfg: dict, base: Path) -> dict:
+    """``{"publication": TableSet or release, "kwargs": rk.reconstruct's keywords,
+    "seed": int, "describe": str}`` from a reconstruct config::
+
+        seed = 3
+        [population]              # generator = "census" | "blocks" (+ its parameters),
+        generator = "census"      # or path = "people.csv" (one row per person)
+        districts = 3
+        [tables]                  # name = [columns]; optional with a generator
+        [hierarchies]             # column = "file.hrc" (tau-Argus), for every table
+        [protection]              # type = "exact" (default) | "random_rounding" (base)
+        type = "exact"            #        | "suppression" (rule = "freq:3")
+        [reconstruct]             # rk.reconstruct's keywords
+        unit = "area"
+        level = 2
+        prior = "uniform"         # or "none"
+    """
+    import importlib
+
+    import pandas as pd
+
+    from .hierarchy import Hierarchy
+    from .table_set import TableSet
+    _keys(cfg, RECONSTRUCT_KEYS, "the reconstruct config")
+    seed = _int(cfg, "seed", 0, 0, "reconstruct config")
+    pop = dict(_keys(_need(cfg, "population", "the reconstruct config"),
+                     tuple(cfg["population"]), "[population]"))
+    tables = cfg.get("tables")
+    hier = None
+    design = None
+    if ("generator" in pop) == ("path" in pop):
+        raise ValueError("[population] needs exactly one of 'generator' (census | blocks) "
+                         "or 'path' (a CSV of one row per person)")
+    if "generator" in pop:
+        kind = pop.pop("generator")
+        if kind not in _GENERATORS:
+            raise ValueError(f"[population] generator must be one of {sorted(_GENERATORS)}, "
+                             f"got {kind!r}")
+        mod, cls = _GENERATORS[kind]
+        try:
+            design = getattr(importlib.import_module(mod), cls)(
+                **{k: (tuple(v) if isinstance(v, list) else v) for k, v in pop.items()})
+        except TypeError as exc:
+            raise ValueError(f"[population]: {exc}") from None
+        df = design.generate(np.random.default_rng(seed))
+        if tables is None:
+            tables = design.tables()
+            hier = design.hierarchies()
+        describe = f"{design.describe()}, seed {seed}: {len(df)} persons"
+    else:
+        _keys(pop, ("path",), "[population]")
+        p = Path(pop["path"])
+        p = p if p.is_absolute() else base / p
+        if not p.exists():
+            raise FileNotFoundError(f"[population] path: no such file: {p}")
+        df = pd.read_csv(p, dtype=str, keep_default_na=False)
+        describe = f"{p.name}: {len(df)} persons"
+    if not isinstance(tables, dict) or not tables:
+        raise ValueError("the reconstruct config needs [tables]: name = [columns] (a "
+                         "generator brings its own)")
+    for name, cols in tables.items():
+        if not isinstance(cols, list) or not all(isinstance(c, str) for c in cols):
+            raise TypeError(f"[tables] {name} must be a list of column names, got {cols!r}")
+    if "hierarchies" in cfg:
+        hier = {}
+        for dim, f in _keys(cfg["hierarchies"], tuple(cfg["hierarchies"]),
+                            "[hierarchies]").items():
+            fp = Path(f)
+            hier[dim] = Hierarchy.from_hrc(fp if fp.is_absolute() else base / fp)
+    ts = TableSet.from_pandas(df, tables, hierarchies=hier)
+    prot = dict(_keys(cfg.get("protection", {"type": "exact"}), ("type", "base", "rule"),
+                      "[protection]"))
+    kind = prot.get("type", "exact")
+    rng = np.random.default_rng([seed, 1])
+    if kind == "exact":
+        publication = ts
+    elif kind == "random_rounding":
+        from .mechanisms.random_rounding import RandomRounding
+        publication = RandomRounding(_int(prot, "base", 3, 2, "[protection]")).protect(ts, rng)
+    elif kind == "suppression":
+        from .cli.rules import rule_spec
+        from .magnitude import sensitivity
+        from .mechanisms.suppression import suppress
+        cls_name, params, _ = rule_spec(str(_need(prot, "rule", "[protection]")))
+        publication = suppress(ts, getattr(sensitivity, cls_name)(*params))
+    else:
+        raise ValueError(f"[protection] type must be exact, random_rounding or suppression, "
+                         f"got {kind!r}")
+    opts = dict(_keys(cfg.get("reconstruct", {}), _RECON_OPTIONS, "[reconstruct]"))
+    prior = opts.pop("prior", "none")
+    opts["prior"] = None if prior == "none" else _prior(prior, "[reconstruct] prior")
+    sched = opts.pop("scheduler", "serial")
+    opts["scheduler"] = None if sched == "serial" else sched
+    return {"publication": publication, "kwargs": opts, "seed": seed, "describe": describe}

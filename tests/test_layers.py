@@ -25,10 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 CORE = {"_validate", "table", "tabular", "priors", "release", "release_set", "_posterior",
         "cycles", "generators", "_io", "_seeding", "_budget", "_version", "data", "protocol",
         "statistics", "_arviz", "hierarchy", "cell_system", "table_set", "_atomic", "_formats",
-        "census"}
+        "census", "_highs_quiet", "census_blocks"}
 # report is a package (riskengine/report/): every module of it is L4
 USES = {"cli", "_batch", "_publication", "_argus_micro", "_config", "_compare", "_simulate", "measures", "_analyze", "report", "plots",
-        "_verdict", "_policy"}
+        "_verdict", "_policy", "_reconstruct", "_units"}
 
 
 def module_name(path: Path) -> str:

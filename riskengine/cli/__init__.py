@@ -13,6 +13,7 @@
     riskengine compare [CONFIG.toml] [--out DIR] [--draws N] [--seed S] [--no-report]
     riskengine simulate [CONFIG.toml] [--out DIR] [--n-tables N] [--scheduler S] [--seed S]
                         [--no-report]
+    riskengine reconstruct [CONFIG.toml] [--out DIR] [--workers N] [--scheduler S]
     riskengine warmup
     riskengine routes [--markdown]
 

@@ -12,6 +12,7 @@ from .._version import __version__
 from .argus import cmd_audit, cmd_run, cmd_suppress
 from .counts import cmd_analyze, cmd_assess, cmd_count, cmd_protect
 from .experiments import cmd_compare, cmd_simulate
+from .reconstruct import cmd_reconstruct
 from .output import cmd_report
 from .releases import GROUPS_SYNTAX
 from .routes import cmd_routes
@@ -306,6 +307,18 @@ def build_parser() -> argparse.ArgumentParser:
                     help="write the netCDF only, no HTML report and plots (an earlier "
                          "simulate.html in the folder is removed)")
     sm.set_defaults(func=cmd_simulate)
+    rc = sub.add_parser("reconstruct", help="reconstruction audit of a table set: which "
+                        "persons the published tables give away, with certainty or with a "
+                        "given confidence")
+    rc.add_argument("config", nargs="?",
+                    help="TOML config (default: bundled reconstruct_example)")
+    rc.add_argument("--out", default="riskengine-out/reconstruct",
+                    help="output folder (reconstruct.nc, records.csv, units/; a rerun "
+                         "resumes from the units already there)")
+    rc.add_argument("--workers", type=_at_least("--workers", 1),
+                    help="local worker processes (overrides the config)")
+    rc.add_argument("--scheduler", help="serial | dask | tcp://host:port (overrides config)")
+    rc.set_defaults(func=cmd_reconstruct)
     r = sub.add_parser("report", help="HTML report + PNG plots of a results netCDF "
                        "(from assess, compare, simulate or analyze)")
     r.add_argument("results", help="results netCDF (e.g. riskengine-out/posterior.nc)")

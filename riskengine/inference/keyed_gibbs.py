@@ -18,12 +18,8 @@ over the keys of every candidate of a 2 x 2 table with every total.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import ctypes
 import itertools
-import os
-import sys
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,6 +27,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from kernels import key_gibbs as kg
 
+from .._highs_quiet import c_stdout_silenced
 from .._seeding import release_seed
 from ..protocol import Cost, MonteCarlo, Route
 from . import _chains
@@ -140,29 +137,6 @@ def _patterns(release, members, rng):
     return cells, signs
 
 
-@contextlib.contextmanager
-def _c_stdout_silenced():
-    """File descriptor 1 to /dev/null for the block (output written from C, not Python)."""
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):       # no real stdout (a notebook)
-        yield
-        return
-    sys.stdout.flush()
-    saved, null = os.dup(fd), os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, fd)
-        yield
-    finally:
-        try:
-            ctypes.CDLL(None).fflush(None)
-        except (OSError, AttributeError):
-            pass
-        os.dup2(saved, fd)
-        os.close(saved)
-        os.close(null)
-
-
 #: the starting keys keep this far inside their intervals (above the solver's tolerance)
 _EPS = 1e-6
 
@@ -227,7 +201,7 @@ def _start(a, members, rng, first: bool):
     cost = np.zeros(nv)
     gain = np.where(np.isfinite(logp), logp, 0.0) if first else rng.standard_normal((n, W))
     cost[ck:tk] = -gain.ravel()
-    with _c_stdout_silenced():               # HiGHS's MIP prints debug lines from C++
+    with c_stdout_silenced():               # HiGHS's MIP prints debug lines from C++
         res = milp(cost, constraints=LinearConstraint(sp.csr_matrix(np.array(rows)), lo_b,
                                                       hi_b),
                    integrality=integ, bounds=Bounds(lb, ub))

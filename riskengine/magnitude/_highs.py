@@ -7,44 +7,21 @@ model on every call; a highspy model is kept alive and re-solved from its last b
 
 from __future__ import annotations
 
-import ctypes
-import os
-import sys
-
 import highspy
 import numpy as np
 import scipy.sparse as sp
+
+from .._highs_quiet import new as _quiet_new
 
 __all__ = ["INF", "Status", "lp_model", "new", "run"]
 
 INF = highspy.kHighsInf
 Status = highspy.HighsModelStatus
-_quiet = False
 
 
 def new() -> highspy.Highs:
-    """A silent HiGHS model.  The first one in a process prints HiGHS's banner from C++
-    before any option can be set: file descriptor 1 goes to /dev/null meanwhile."""
-    global _quiet
-    if _quiet:
-        h = highspy.Highs()
-    else:
-        sys.stdout.flush()
-        saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(null, 1)
-            h = highspy.Highs()
-            try:
-                ctypes.CDLL(None).fflush(None)
-            except (OSError, AttributeError):     # no C library handle (not POSIX)
-                pass
-        finally:
-            os.dup2(saved, 1)
-            os.close(saved)
-            os.close(null)
-        _quiet = True
-    h.setOptionValue("output_flag", False)
-    return h
+    """A silent HiGHS model (:func:`riskengine._highs.new`)."""
+    return _quiet_new()
 
 
 def lp_model(n_col, A, lower, upper, cost, row_lower=None, row_upper=None) -> highspy.Highs:

@@ -113,7 +113,7 @@ def test_the_public_names_and_where_they_live():
             "estimate_count", "CountEstimate", "MonteCarlo", "priors", "tabular",
             "read_table", "read_csv_long", "read_csv_wide", "read_netcdf", "__version__",
             "Mechanism", "cycles", "contributions", "Contributions", "sensitivity", "audit",
-            "measures", "compare", "simulate", "generators", "plots", "write_report",
+            "measures", "compare", "simulate", "reconstruct", "generators", "plots", "write_report",
             "analyze", "Analysis", "statistics", "verdict", "Verdict", "Policy",
             "Hierarchy", "TableSet", "TableSetRelease", "formats", "FormatError",
             "read_argus", "ArgusTable", "read_jj", "write_jj", "protect_argus",

@@ -1,0 +1,673 @@
+"""Reconstruction audit of a table set: which persons an intruder rebuilds from the tables.
+
+From the 2010 US census's published tables the Census Bureau rebuilt block, sex, age,
+race and ethnicity of every person, and for 70 % of blocks the integer program had one
+solution: an attacker could verify from published data alone that every record was
+right (Abowd et al. 2023, arXiv 2312.11283).  :func:`reconstruct` runs that audit on a
+publication of riskengine: the finest table (person types x smallest area, the union of
+the set's dims) is the unknown; every published cell is a sum of finest cells.
+
+For each finest cell:
+
+* ``lower`` / ``upper``: its least and greatest value over every nonnegative integer
+  finest table consistent with what is published (exact integer programs,
+  :func:`riskengine.inference.certify.integer_bounds`);
+* ``certain``: ``lower == upper`` proven -- the cell is reconstructed with certainty;
+* with a ``prior``: its exact posterior (mean, mode, Pr(mode)) by the streaming
+  enumeration of the sums route (``kernels.sum_enum``) where the unit's candidates number
+  at most ``max_candidates``; a unit past it has no posterior, and says so.
+
+and over the records: each claim "area a holds at least k persons of type t" ranked by
+its confidence (1 where ``k <= lower``: certain; Pr(x >= k) under the prior), as Dick,
+Dwork, Kearns et al. (PNAS 2023) rank reconstructed rows; a claim beyond ``lower`` in a
+unit without a posterior has no confidence and is left out of the ranking (counted in
+``records_unranked``).  ``share_certain`` is the share of persons so reconstructed with
+certainty (the sum of ``lower`` over the persons).
+
+Work splits by **unit** (``unit=`` a dim, ``level=`` its hierarchy's depth: tracts of
+blocks).  A unit's problem keeps the published cells whose records all lie in it; a cell
+spanning several units (a county total) is dropped, as the attack drops it.  That is a
+relaxation: the consistent tables of each unit are a superset of the true ones, so a cell
+certain in its unit is certain (the flag stays sound) and the bounds are outer bounds;
+the dropped cells are counted in ``attrs`` and a posterior under dropped cells is marked
+approximate.  With ``unit=None`` the units are the connected parts of the system (no
+cell dropped: exact).  Units run serially, on a process pool (``workers=``) or on dask
+(``scheduler=``); with ``out=`` each unit's result is written as it finishes and a rerun
+resumes (:mod:`riskengine._units`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+import xarray as xr
+
+from . import _validate as V
+
+__all__ = ["reconstruct"]
+
+#: candidates a unit's exact posterior may enumerate by default
+MAX_CANDIDATES = 1_000_000
+
+
+@dataclass
+class UnitTask:
+    """One unit's problem on plain arrays (picklable; run by :func:`solve_unit`)."""
+
+    key: str
+    cells: np.ndarray            # global finest indices of the unknowns
+    rows: sp.csr_matrix          # published sums over the unknowns
+    rlo: np.ndarray
+    rhi: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    lw: np.ndarray | None = None     # (n, W) prior log weights of lo + w, or None
+    bounds: object = "exact"
+    time_limit: float = 60.0
+    max_candidates: float = MAX_CANDIDATES
+    dropped: int = 0             # published cells of this unit's records dropped (linking)
+    meta: dict = field(default_factory=dict)
+
+    def digest(self) -> str:
+        """A hash of everything the answer depends on (a stored result is reused only
+        when it matches)."""
+        h = hashlib.sha256()
+        for a in (self.cells, self.rows.indptr, self.rows.indices, self.rows.data,
+                  self.rlo, self.rhi, self.lo, self.hi):
+            h.update(np.ascontiguousarray(a).tobytes())
+            h.update(b"|")
+        if self.lw is not None:
+            h.update(np.ascontiguousarray(self.lw).tobytes())
+        h.update(repr((self.key, self.bounds, float(self.time_limit),
+                       float(self.max_candidates))).encode())
+        return h.hexdigest()[:32]
+
+
+def solve_unit(task: UnitTask) -> dict:
+    """Bounds, certainty and (with prior weights) the exact posterior of one unit.
+
+    Parameters
+    ----------
+    task : UnitTask
+
+    Returns
+    -------
+    dict
+        Plain arrays: ``lower``, ``upper``, ``certain``, ``exact``, ``decided`` (per
+        unknown), ``probs`` (n x W posterior over ``lo + w``, or empty), ``n_candidates``
+        (-1: not counted), ``posterior`` (``"exact"`` or the reason there is none),
+        ``n_programs``, ``seconds``, ``key``, ``digest``.
+    """
+    import time
+    t0 = time.perf_counter()
+    from .inference.certify import integer_bounds
+    b = integer_bounds(task.rows, task.rlo, task.rhi, task.lo, task.hi, bounds=task.bounds,
+                       time_limit=task.time_limit)
+    n = task.cells.size
+    probs = np.zeros((0, 0))
+    n_cand = -1
+    why = "no prior given"
+    if task.lw is not None:
+        probs, n_cand, why = _posterior(task, b)
+    return {"key": task.key, "digest": task.digest(), "lower": b.lower, "upper": b.upper,
+            "certain": b.certain, "exact": b.exact, "decided": b.decided,
+            "probs": probs, "n_candidates": int(n_cand), "posterior": why,
+            "solution": b.solution,
+            "n_programs": int(b.n_programs), "seconds": time.perf_counter() - t0,
+            "n_cells": int(n)}
+
+
+def _posterior(task, b) -> tuple:
+    """(probs over lo + w, count, 'exact') or (empty, -1, reason)."""
+    from kernels.sum_enum import enumerate_sums, suggest_order
+    if (task.rlo != task.rhi).any():
+        return np.zeros((0, 0)), -1, ("published windows, not exact sums: the unit's "
+                                      "posterior needs rk.posterior on the release")
+    n = task.cells.size
+    if n == 0:
+        return np.zeros((0, 1)), 1, "exact"
+    # the exact bounds shrink every window before the walk
+    lo = b.lower.astype(np.int64)
+    W = (b.upper - b.lower + 1).astype(np.int64)
+    off = lo - task.lo
+    Wmax = int(W.max())
+    lw = np.full((n, Wmax), -np.inf)
+    for i in range(n):
+        lw[i, :W[i]] = task.lw[i, off[i]: off[i] + W[i]]
+    R = task.rows
+    order = suggest_order(R.indptr.astype(np.int64), R.indices.astype(np.int64), n)
+    out = enumerate_sums(lo, W, lw, R.indptr.astype(np.int64), R.indices.astype(np.int64),
+                         task.rlo.astype(np.int64), order, keep=0,
+                         max_leaves=int(task.max_candidates),
+                         max_nodes=int(20 * task.max_candidates))
+    count, overflow, _leaves, _nodes, complete, log_z, probs, *_ = out
+    if not complete:
+        return np.zeros((0, 0)), -1, (f"more than {task.max_candidates:.3g} candidate "
+                                      "tables in this unit (raise max_candidates)")
+    if not np.isfinite(log_z):
+        return np.zeros((0, 0)), 0, "the prior gives every consistent table weight 0"
+    # shift back onto the task's windows (lo + w)
+    full = np.zeros((n, int((task.hi - task.lo).max()) + 1))
+    for i in range(n):
+        full[i, off[i]: off[i] + W[i]] = probs[i, :W[i]]
+    return full, (-1 if overflow else int(count)), "exact"
+
+
+# --- the publication as published numbers over the finest cells ----------------------
+
+class _Publication:
+    """Published numbers of a set: every published cell's window [low, high] (equal:
+    exactly published), the finest cells' truth where known, the system."""
+
+    def __init__(self, x):
+        from .table import Table
+        from .table_set import TableSet, TableSetRelease
+        if isinstance(x, Table):
+            x = TableSet(x)
+        if isinstance(x, TableSet):
+            s = x.system
+            if x.kind != "count":
+                raise ValueError("reconstruct rebuilds counts of persons: the set holds "
+                                 "magnitudes")
+            vals = np.where(s.published, x.values, np.nan)
+            if np.isnan(vals[s.published]).any():
+                j = int(np.flatnonzero(s.published & np.isnan(vals))[0])
+                raise ValueError(f"the published cell {s.labels()[j]} has no value")
+            self.low, self.high = vals.copy(), vals.copy()
+            fin = x.values[: s.n_interior]
+            self.truth = None if np.isnan(fin).any() else np.rint(fin).astype(np.int64)
+            self.what = "exactly published tables"
+            self.mechanism = "exact"
+            self.tableset = x
+        elif isinstance(x, TableSetRelease):
+            s = x.system
+            if x.kind != "count":
+                raise ValueError("reconstruct rebuilds counts of persons: the release holds "
+                                 "magnitudes")
+            name = x.mechanism.base.name
+            vals = np.asarray(x.values, float)
+            if name in ("cell_suppression", "margins_only"):
+                self.low, self.high = vals.copy(), vals.copy()
+                self.what = f"{x.mechanism.describe()}: hidden cells unknown"
+            elif name == "random_rounding":
+                B = int(x.mechanism.base.base)
+                self.low = np.maximum(vals - (B - 1), 0)
+                self.high = vals + (B - 1)
+                self.what = (f"{x.mechanism.describe()}: every published cell within "
+                             f"{B - 1} of its original")
+            else:
+                raise ValueError(
+                    f"reconstruct bounds exactly published, suppressed and randomly rounded "
+                    f"table sets; a {name} release has no hard window on every cell: its "
+                    "posterior is rk.posterior(release, prior)")
+            self.truth = None
+            self.mechanism = name
+            self.tableset = x.tableset
+        else:
+            raise TypeError("reconstruct takes an rk.TableSet (exactly published tables), "
+                            "a hierarchical rk.Table or an rk.TableSetRelease, got "
+                            f"{type(x).__name__}")
+        self.system = s
+        bad = ~np.isnan(self.low) & ((self.low < -1e-9) | (np.abs(self.low - np.rint(
+            self.low)) > 1e-9) | (np.abs(self.high - np.rint(self.high)) > 1e-9))
+        if bad.any():
+            j = int(np.argmax(bad))
+            raise ValueError(f"the published cell {s.labels()[j]} is {vals[j]:g}: a count "
+                             "must be a nonnegative integer")
+
+
+def _unit_of(pub, unit, level) -> tuple:
+    """(label per finest cell's unit index, unit labels)."""
+    s = pub.system
+    n_fin = s.n_interior
+    if unit is None:
+        return _components(pub), None
+    if unit not in s.dims:
+        raise ValueError(f"unit={unit!r} is no dim of the set; dims are {list(s.dims)}")
+    k = s.dims.index(unit)
+    codes = list(s.coords[unit])
+    if level is None:
+        labs = codes
+    elif isinstance(level, dict):
+        missing = [c for c in codes if c not in level]
+        if missing:
+            raise ValueError(f"level= maps no unit to the {unit!r} codes {missing[:5]}")
+        labs = [level[c] for c in codes]
+    else:
+        depth = V.integer(level, "level", 1)
+        h = _hierarchy_of(pub, unit)
+        labs = []
+        for c in codes:
+            path = [c]
+            while h.parent(path[-1]) is not None:
+                path.append(h.parent(path[-1]))
+            path = path[::-1]                     # total, ..., c
+            if depth >= len(path):
+                raise ValueError(f"level={depth} is below the finest code {c!r} of dim "
+                                 f"{unit!r} (its depth is {len(path) - 1})")
+            labs.append(path[depth])
+    names = list(dict.fromkeys(labs))
+    pos = {u: i for i, u in enumerate(names)}
+    idx = np.unravel_index(np.arange(n_fin), s.shape)[k]
+    return np.array([pos[labs[i]] for i in idx], np.int64), names
+
+
+def _hierarchy_of(pub, dim):
+    """A hierarchy of ``dim`` (any table's) whose leaves are the finest codes."""
+    fin = set(pub.system.coords[dim])
+    for t in pub.tableset.tables.values():
+        for h in (t.hierarchies or {}).get(dim, ()):
+            if set(h.leaves) == fin:
+                return h
+    raise ValueError(f"level= as a depth needs a hierarchy of dim {dim!r} whose leaves are "
+                     f"its finest codes; no table has one: give level={{code: unit}}")
+
+
+def _components(pub) -> np.ndarray:
+    """The connected parts of the finest cells (two cells in one published sum)."""
+    from scipy.sparse.csgraph import connected_components
+    s = pub.system
+    n_fin = s.n_interior
+    M = s.M.tocsr()
+    agg = np.flatnonzero(~np.isnan(pub.low) & (np.arange(s.n_var) >= n_fin))
+    sub = M[agg]
+    # a bipartite graph finest cells <-> sums, as one adjacency over both
+    B = sp.bmat([[None, sub.T], [sub, None]]).tocsr()
+    _, lab = connected_components(B, directed=False)
+    fin = lab[:n_fin]
+    _, inv = np.unique(fin, return_inverse=True)
+    return inv.astype(np.int64)
+
+
+# --- the audit -------------------------------------------------------------------------
+
+def reconstruct(release, prior=None, *, unit=None, level=None, bounds="exact",
+                threshold: float = 0.95, max_candidates: float = MAX_CANDIDATES,
+                time_limit: float = 60.0, out=None, workers=None, scheduler=None,
+                progress=None, memory=None) -> xr.Dataset:
+    """Which persons an intruder rebuilds from a publication, with certainty or with a
+    given confidence (see the module).
+
+    Parameters
+    ----------
+    release : rk.TableSet, hierarchical rk.Table or rk.TableSetRelease
+        Exactly published tables of one population (a TableSet: its published cells are
+        the publication; its finest values, when built from microdata, are the truth the
+        result is checked against), or a suppressed or randomly rounded release of them.
+    prior : rk.priors prior, optional
+        The intruder's prior over the finest cells (``rk.priors.Uniform()``: every
+        consistent table alike).  Without one: bounds and certainty only.
+    unit : str, optional
+        The dim along which the work splits (the geography); default: the connected parts
+        of the system (nothing dropped).
+    level : int or dict, optional
+        The unit of each finest code of ``unit``: its ancestor at this depth of the dim's
+        hierarchy (1: the children of the total), or ``{code: unit}``; default: each code.
+    bounds : {"exact", "lp", "none"}
+        The bounds of the cells that are not certain: ``"exact"`` by integer programs (up
+        to two a cell); ``"lp"`` by the LP relaxation (exact where a consistent table
+        reaches it, else an outer bound; much faster on large units); ``"none"``: the box
+        0 .. the smallest published sum holding the cell.  Certainty is exact in every
+        mode; ``exact`` flags the cells whose bounds are proven.
+    threshold : float
+        The confidence at which a claimed record counts as reconstructed
+        (``share_confident``).
+    max_candidates : float
+        Candidate tables a unit's exact posterior may enumerate.
+    time_limit : float
+        Seconds per integer program (a program stopped there gives outer bounds and leaves
+        its cells uncertain: never a false certainty).
+    out : path, optional
+        A directory: each unit's result ``units/<unit>.nc`` as it finishes, and
+        ``summary.csv``; a rerun reuses the units already there (same inputs).
+    workers : int, optional
+        Local worker processes (default: serial).
+    scheduler : "dask", "tcp://host:port" or distributed.Client, optional
+        Run the units on dask distributed instead (a failed unit is retried, then
+        reported).
+    progress : callable, optional
+        ``progress(done, total)`` after each unit.
+    memory : int or str, optional
+        The memory budget per unit (default: half the machine's available memory); a unit
+        estimated past it is refused before anything runs.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over the finest cells (the set's dims): ``lower``, ``upper``, ``certain``,
+        ``exact``, ``published``, ``unit``, with a prior ``mean``, ``mode``,
+        ``prob_mode``, with the truth ``value``; over ``record`` (each claim "this cell
+        holds at least k persons", ranked by confidence): ``record_cell``,
+        ``record_k``, ``confidence``, ``record_certain`` (and ``record_true``).  Its
+        ``attrs`` give the shares of persons reconstructed with certainty and with
+        confidence >= ``threshold``, the units, what was dropped and the work done.
+
+    Examples
+    --------
+    Two tables of six persons; the finest cells (region x sex x age) follow:
+
+    >>> import pandas as pd, riskengine as rk
+    >>> people = pd.DataFrame({"region": list("NNNSSS"), "sex": list("FFFFMM"),
+    ...                        "age": ["y", "y", "o", "y", "o", "o"]})
+    >>> ts = rk.TableSet.from_pandas(people, {"A": ["region", "sex"], "B": ["region", "age"]})
+    >>> ds = rk.reconstruct(ts)
+    >>> int(ds["certain"].sum())            # N's 3 persons are all F: 4 cells certain
+    4
+    >>> ds["lower"].sel(region="N", sex="F").values.tolist()
+    [2, 1]
+    >>> int(ds["lower"].sel(region="S", sex="M", age="o"))   # S: 2 of 3 M, 2 of 3 old
+    1
+    >>> ds.attrs["persons_certain"], ds.attrs["persons"]      # 4 records of 6 certain
+    (4, 6)
+    """
+    from ._units import run_units
+    pub = _Publication(release)
+    s = pub.system
+    n_fin = s.n_interior
+    threshold = V.probability(threshold, "threshold")
+    if not threshold > 0.0:
+        raise ValueError(f"threshold must lie in (0, 1], got {threshold!r}")
+    max_candidates = float(max_candidates)
+    if not max_candidates >= 1:
+        raise ValueError(f"max_candidates must be >= 1, got {max_candidates!r}")
+    if bounds not in ("exact", "lp", "none", True, False):
+        raise ValueError(f"bounds must be 'exact', 'lp' or 'none', got {bounds!r}")
+    time_limit = float(time_limit)
+    if not time_limit > 0:
+        raise ValueError(f"time_limit must be > 0 seconds, got {time_limit!r}")
+    unit_of, names = _unit_of(pub, unit, level)
+    n_units = int(unit_of.max()) + 1 if n_fin else 0
+    if names is None:
+        names = [f"part{i + 1}" for i in range(n_units)]
+    tasks, fixed, dropped = _tasks(pub, prior, unit_of, names, bounds, time_limit,
+                                   max_candidates, memory)
+    results = run_units(tasks, solve_unit, out=out, workers=workers, scheduler=scheduler,
+                        progress=progress)
+    ds = _assemble(pub, prior, tasks, results, fixed, unit_of, names, dropped, threshold,
+                   unit is not None)
+    if unit is not None:
+        whole = ds["certain"].all([d for d in ds["certain"].dims if d != unit])
+        ds.attrs["areas"] = int(whole.size)
+        ds.attrs["areas_certain"] = int(whole.sum())
+        ds.attrs["share_areas_certain"] = float(whole.mean())
+    return ds
+
+
+def _tasks(pub, prior, unit_of, names, bounds, time_limit, max_candidates, memory):
+    from ._budget import budget, fmt_bytes
+    from .inference.certify import NoTable
+    s = pub.system
+    n_fin = s.n_interior
+    low, high = pub.low, pub.high
+    labels = s.labels()
+    fl, fh = low[:n_fin], high[:n_fin]
+    fixed = ~np.isnan(fl) & (fl == fh)
+    M = s.M.tocsr()
+    is_agg = ~np.isnan(low) & (np.arange(s.n_var) >= n_fin)
+    agg = np.flatnonzero(is_agg)
+    kv = np.where(fixed, fl, 0.0)
+    sub = M[agg]
+    base = sub @ kv
+    rlo = np.rint(low[agg] - base).astype(np.int64)
+    rhi = np.rint(high[agg] - base).astype(np.int64)
+    unk = np.flatnonzero(~fixed)
+    local = np.full(n_fin, -1, np.int64)
+    local[unk] = np.arange(unk.size)
+    Mu = sub[:, unk].tocsr()
+    # rows of no unknown cell: they must hold as published
+    empty = np.diff(Mu.indptr) == 0
+    bad = empty & ((rlo > 0) | (rhi < 0))
+    if bad.any():
+        j = agg[int(np.argmax(bad))]
+        raise NoTable(f"the published cell {labels[j]} ({low[j]:g}) is not the sum of the "
+                      "published cells it holds: no table is consistent with the publication")
+    # the box: 0 (or a rounding window's low end) .. the smallest published sum holding it
+    lo = np.zeros(unk.size, np.int64)
+    hi = np.full(unk.size, np.iinfo(np.int64).max // 4)
+    win = ~np.isnan(fl[unk])
+    lo[win] = np.rint(fl[unk][win]).astype(np.int64)
+    hi[win] = np.rint(fh[unk][win]).astype(np.int64)
+    nz = Mu.tocoo()
+    np.minimum.at(hi, nz.col, rhi[nz.row])
+    if prior is not None:
+        plo, phi = prior.bounds(s.shape, s.dims, s.coords)
+        plo = np.asarray(plo).reshape(-1)[unk]
+        phi = np.asarray(phi).reshape(-1)[unk]
+        lo = np.maximum(lo, plo)
+        hi = np.where(phi >= 0, np.minimum(hi, phi), hi)
+    free = hi >= np.iinfo(np.int64).max // 4
+    if free.any():
+        c = unk[int(np.argmax(free))]
+        raise ValueError(f"finest cell {labels[c]} is in no published sum: nothing bounds "
+                         "it (publish a total holding it, or give a prior with an upper "
+                         "bound)")
+    if (hi < lo).any():
+        c = unk[int(np.argmax(hi < lo))]
+        raise NoTable(f"finest cell {labels[c]} has no possible value (its bounds "
+                      f"{lo[local[c]]} > {hi[local[c]]})")
+    lw_all = None
+    if prior is not None:
+        Wmax = int((hi - lo).max(initial=0)) + 1
+        need = 8.0 * n_fin * Wmax * 3
+        cap = budget(memory)
+        if need > cap:
+            raise MemoryError(f"the prior's weights of {n_fin} finest cells x {Wmax} values "
+                              f"need {fmt_bytes(need)}; the memory budget is "
+                              f"{fmt_bytes(cap)}")
+        vals = np.zeros((n_fin, Wmax), np.int64)
+        vals[unk] = lo[:, None] + np.arange(Wmax)
+        vals[fixed] = np.rint(fl[fixed]).astype(np.int64)[:, None]
+        lw = np.asarray(prior.log_weights(vals.reshape(s.shape + (Wmax,)), s.dims, s.coords),
+                        float).reshape(n_fin, Wmax)
+        lw_all = lw[unk]
+        lw_all[np.arange(Wmax)[None, :] > (hi - lo)[:, None]] = -np.inf
+    # rows to units: a row whose unknown cells lie in one unit belongs to it
+    row_unit = np.full(agg.size, -1, np.int64)
+    cu = unit_of[unk]
+    dropped = []
+    for r in range(agg.size):
+        cols = Mu.indices[Mu.indptr[r]: Mu.indptr[r + 1]]
+        if cols.size == 0:
+            continue
+        us = np.unique(cu[cols])
+        if us.size == 1:
+            row_unit[r] = us[0]
+        else:
+            dropped.append(int(agg[r]))
+    tasks = []
+    cap = budget(memory)
+    for u, name in enumerate(names):
+        cols = np.flatnonzero(cu == u)
+        rows = np.flatnonzero(row_unit == u)
+        R = Mu[rows][:, cols].tocsr()
+        t = UnitTask(key=str(name), cells=unk[cols], rows=R, rlo=rlo[rows], rhi=rhi[rows],
+                     lo=lo[cols], hi=hi[cols],
+                     lw=None if lw_all is None else lw_all[cols], bounds=bounds,
+                     time_limit=time_limit, max_candidates=max_candidates)
+        need = _task_memory(t)
+        if need > cap:
+            raise MemoryError(f"unit {name!r} ({cols.size} unknown cells, {rows.size} sums) "
+                              f"is estimated at {fmt_bytes(need)}; the memory budget is "
+                              f"{fmt_bytes(cap)}: split it finer (unit=, level=)")
+        t.meta["memory"] = need
+        tasks.append(t)
+    return tasks, fixed, dropped
+
+
+def _task_memory(t) -> float:
+    """Bytes a unit needs at its peak: HiGHS's model and search (about 2 kB per column
+    and 200 B per nonzero, measured on units of 100-3000 cells) and the posterior's
+    per-cell grids."""
+    n = t.cells.size
+    w = int((t.hi - t.lo).max(initial=0)) + 1
+    post = 0.0 if t.lw is None else 3 * 8.0 * n * w
+    return 2e6 + 2000.0 * n + 200.0 * t.rows.nnz + post
+
+
+def _assemble(pub, prior, tasks, results, fixed, unit_of, names, dropped, threshold,
+              split) -> xr.Dataset:
+    s = pub.system
+    n_fin = s.n_interior
+    fl = pub.low[:n_fin]
+    lower = np.zeros(n_fin, np.int64)
+    upper = np.zeros(n_fin, np.int64)
+    certain = np.zeros(n_fin, bool)
+    exact = np.ones(n_fin, bool)
+    lower[fixed] = upper[fixed] = np.rint(fl[fixed]).astype(np.int64)
+    certain[fixed] = True
+    mean = np.full(n_fin, np.nan)
+    mode = np.full(n_fin, -1, np.int64)
+    pmode = np.full(n_fin, np.nan)
+    tail = {}                          # cell -> Pr(x >= k) for k = 0..
+    has_post = np.zeros(n_fin, bool)
+    n_post = 0
+    reasons = {}
+    for t, r in zip(tasks, results):
+        c = t.cells
+        lower[c], upper[c] = r["lower"], r["upper"]
+        certain[c], exact[c] = r["certain"], r["exact"]
+        if prior is None:
+            continue
+        if r["posterior"] != "exact":
+            reasons.setdefault(r["posterior"], []).append(t.key)
+            continue
+        n_post += 1
+        P = r["probs"]
+        if P.size == 0 and c.size:
+            continue
+        vals = t.lo[:, None] + np.arange(P.shape[1])[None, :]
+        mean[c] = (P * vals).sum(axis=1)
+        k = P.argmax(axis=1)
+        mode[c] = t.lo + k
+        pmode[c] = P[np.arange(c.size), k]
+        has_post[c] = True
+        cum = np.cumsum(P[:, ::-1], axis=1)[:, ::-1]       # Pr(x >= lo + w)
+        for i, j in enumerate(c):
+            tail[int(j)] = (int(t.lo[i]), cum[i])
+    if prior is not None:
+        kv = np.rint(fl[fixed]).astype(np.int64)
+        mean[fixed] = kv
+        mode[fixed] = kv
+        pmode[fixed] = 1.0
+        has_post[fixed] = True
+    if pub.truth is not None:
+        wrong = (certain & (lower != pub.truth)) | (lower > pub.truth) | (upper < pub.truth)
+        if wrong.any():                       # never silently wrong: a bug, not a result
+            j = int(np.argmax(wrong))
+            raise RuntimeError(f"internal error: {s.labels()[j]} bounded by [{lower[j]}, "
+                               f"{upper[j]}] but it holds {pub.truth[j]}")
+    # records: "cell j holds at least k persons", k = 1 .. upper
+    rec_cell, rec_k, conf, rec_cert = [], [], [], []
+    n_unranked = 0
+    for j in np.flatnonzero(upper > 0):
+        for k in range(1, int(upper[j]) + 1):
+            if k <= lower[j]:
+                p = 1.0
+            elif int(j) in tail:
+                lo_j, cum = tail[int(j)]
+                w = k - lo_j
+                p = float(cum[w]) if 0 <= w < cum.size else (1.0 if w < 0 else 0.0)
+            else:               # no posterior here: the claim has no confidence
+                n_unranked += 1
+                continue
+            rec_cell.append(int(j))
+            rec_k.append(k)
+            conf.append(p)
+            rec_cert.append(k <= lower[j])
+    conf = np.asarray(conf, float)
+    order = np.lexsort((np.asarray(rec_k, np.int64), np.asarray(rec_cell, np.int64), -conf))
+    rec_cell = np.asarray(rec_cell, np.int64)[order]
+    rec_k = np.asarray(rec_k, np.int64)[order]
+    conf = conf[order]
+    rec_cert = np.asarray(rec_cert, bool)[order]
+    solution = np.where(fixed, lower, 0)
+    for t, r in zip(tasks, results):
+        solution[t.cells] = r["solution"]
+    persons = _persons(pub, int(solution.sum()))
+    shape = s.shape
+    dims = s.dims
+    coords = {d: list(s.coords[d]) for d in dims}
+    data = {
+        "lower": (dims, lower.reshape(shape)),
+        "upper": (dims, upper.reshape(shape)),
+        "certain": (dims, certain.reshape(shape)),
+        "exact": (dims, exact.reshape(shape)),
+        "published": (dims, fixed.reshape(shape)),
+        "unit": (dims, np.array([str(names[u]) for u in unit_of], dtype=object).reshape(shape)),
+        "record_cell": (("record",), rec_cell),
+        "record_k": (("record",), rec_k),
+        "confidence": (("record",), conf),
+        "record_certain": (("record",), rec_cert),
+    }
+    for i, d in enumerate(dims):
+        idx = np.unravel_index(rec_cell, shape)[i] if rec_cell.size else np.zeros(0, int)
+        data[f"record_{d}"] = (("record",), np.array([coords[d][q] for q in idx],
+                                                      dtype=object))
+    if prior is not None:
+        data["mean"] = (dims, mean.reshape(shape))
+        data["mode"] = (dims, mode.reshape(shape))
+        data["prob_mode"] = (dims, pmode.reshape(shape))
+    if pub.truth is not None:
+        data["value"] = (dims, pub.truth.reshape(shape))
+        data["record_true"] = (("record",), pub.truth[rec_cell] >= rec_k)
+    ds = xr.Dataset(data, coords=coords)
+    n_cert_persons = int(lower.sum())
+    conf_ok = conf >= threshold
+    attrs = {
+        "what": pub.what,
+        "mechanism": pub.mechanism,
+        "persons": persons,
+        "persons_certain": n_cert_persons,
+        "share_certain": n_cert_persons / persons if persons else float("nan"),
+        "persons_in_certain_cells": int(lower[certain].sum()),
+        "threshold": threshold,
+        "records_unranked": n_unranked,
+        "records_confident": int(conf_ok.sum()),
+        "share_confident": (float(conf_ok.sum()) / persons if persons and prior is not None
+                            else float("nan")),
+        "cells": int(n_fin),
+        "cells_unknown": int((~fixed).sum()),
+        "cells_certain": int((certain & ~fixed).sum()),
+        "units": len(tasks),
+        "units_resumed": int(sum(bool(r.get("resumed")) for r in results)),
+        "unit_split": int(bool(split)),
+        "dropped_cells": len(dropped),
+        "integer_programs": int(sum(r["n_programs"] for r in results)),
+        "seconds": float(sum(r["seconds"] for r in results)),
+        "exact_bounds": int(exact.all()),
+    }
+    if dropped:
+        labels = s.labels()
+        attrs["dropped_note"] = (
+            f"{len(dropped)} published cells span several units (e.g. "
+            f"{', '.join(labels[j] for j in dropped[:3])}) and were dropped: certainty "
+            "stays sound, bounds are outer bounds")
+    if prior is not None:
+        attrs["prior"] = getattr(prior, "describe", lambda: repr(prior))()
+        attrs["posterior_units"] = n_post
+        attrs["posterior"] = (f"exact in {n_post} of {len(tasks)} units" +
+                              "".join(f"; none in {len(v)} ({k})" for k, v in
+                                      reasons.items()))
+        approx = bool(dropped) and n_post > 0
+        attrs["approximate"] = int(approx)
+        if approx:
+            attrs["approximation"] = ("each unit's posterior ignores the published cells "
+                                      "that span several units")
+    if pub.truth is not None:
+        good = ds["record_true"].values
+        attrs["confident_correct"] = float(good[conf_ok].mean()) if conf_ok.any() else \
+            float("nan")
+    ds.attrs.update(attrs)
+    return ds
+
+
+def _persons(pub, fallback: int) -> int:
+    """The number of persons: a published grand total (a cell holding every finest cell;
+    its low end when it is a window), else the size of one consistent table."""
+    s = pub.system
+    M = s.M.tocsr()
+    full = np.flatnonzero((np.diff(M.indptr) == s.n_interior) & ~np.isnan(pub.low))
+    return int(np.rint(pub.low[full[0]])) if full.size else fallback

@@ -1,0 +1,516 @@
+"""Exact integer bounds of unknown cells tied by published sums, and which are certain.
+
+A reconstruction attack (Abowd et al. 2023; Dick, Dwork, Kearns et al. 2023) asks of every
+finest cell of a publication (person type x smallest area): over *every* nonnegative
+integer table consistent with what is published, what are its least and its greatest
+value?  When they are equal the cell is reconstructed with certainty: an intruder can
+verify it from the published numbers alone.
+
+:func:`integer_bounds` answers on plain arrays: unknowns ``x`` (integers in
+``[lo, hi]``) and rows ``row_lower <= R x <= row_upper`` (equalities for exactly published
+sums; windows for rounded or noisy ones).  The work, by mixed-integer programs (HiGHS):
+
+1. one consistent ``x0`` (none: :class:`NoTable`, which proves the publication
+   inconsistent); two more solutions from random objectives start a pool of solutions;
+   a cell that differs in the pool is not certain;
+2. **certification**: the cells the pool has only seen at their box's low end (most are
+   0) are pushed up together by one program, ``max sum x_j`` over them; an optimum that
+   leaves every one at its end proves them all certain, else the cells that moved leave
+   and it repeats (the same for cells at their high end).  Then **exclusion**: for the
+   cells ``U`` the pool has never seen move, one
+   program asks for a consistent table that differs from ``x0`` in at least one cell of
+   ``U`` (binaries ``up_j``: ``x_j >= x0_j + 1``, ``down_j``: ``x_j <= x0_j - 1``, their
+   sum at least 1).  Infeasible: every cell of ``U`` is certain at once (one proof for
+   all).  Feasible: the cells that moved leave ``U``; repeat.  A cell is flagged certain
+   only on a proof of infeasibility; a solver stopped by its time limit leaves the cells
+   it did not decide *uncertain* (``decided`` False) -- never certain;
+3. **bounds** (``bounds="exact"``): for every cell that is not certain, ``min x_j`` and
+   ``max x_j`` as integer programs, skipped where the pool already reaches the cell's
+   box bound ``lo_j`` / ``hi_j`` or the LP relaxation's bound (rounded inward: integer
+   tables cannot pass it) is already reached by a table found.  ``bounds="lp"`` stops at
+   the LP bound: an outer bound, flagged not exact where no table reaches it.  The objective is an integer, so HiGHS stops at an
+   absolute gap below 1 (``mip_abs_gap`` 0.999, ``mip_rel_gap`` 0): its incumbent is
+   then the optimum.  A program stopped by the time limit gives the dual bound, rounded
+   outward: an outer bound, flagged ``exact`` False.
+
+Every solution HiGHS returns is rounded and checked in integer arithmetic against every
+row and box bound before it is used (a tolerance-sized violation would otherwise make a
+certain cell look uncertain, or worse): a failed check raises.
+
+Cost: one program per exclusion round (rounds are few when many cells move together: the
+exclusion objective asks to move as many as it can) and up to two per uncertain cell.
+The programs have ``n`` integer columns (plus ``2 |U|`` binaries); HiGHS solves tables of
+a few thousand unknowns in well under a second each when the rows are those of
+hierarchical or linked count tables.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["IntegerBounds", "NoTable", "integer_bounds"]
+
+#: seconds one program may take before its answer is taken as undecided / an outer bound
+TIME_LIMIT = 60.0
+
+
+class NoTable(ValueError):
+    """No nonnegative integer table meets every row: the publication is inconsistent."""
+
+
+@dataclass(frozen=True)
+class IntegerBounds:
+    """Exact integer bounds of the unknowns (see the module).
+
+    Attributes
+    ----------
+    lower, upper : numpy.ndarray
+        int64 per unknown: the least and greatest value over every consistent table
+        (where ``exact`` is False, outer bounds).
+    certain : numpy.ndarray
+        bool: ``lower == upper`` proven (the cell has one value in every consistent table).
+    exact : numpy.ndarray
+        bool: both bounds proven optimal.
+    decided : numpy.ndarray
+        bool: the certification reached a proof for the cell (False only when a time
+        limit stopped it: such a cell is reported uncertain, never certain).
+    solution : numpy.ndarray
+        One consistent table (int64 per unknown).
+    n_programs : int
+        Integer programs solved.
+    seconds : float
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+    certain: np.ndarray
+    exact: np.ndarray
+    decided: np.ndarray
+    solution: np.ndarray
+    n_programs: int
+    seconds: float
+
+
+class _Model:
+    """A HiGHS model of the rows and the box, kept alive over many objectives."""
+
+    def __init__(self, R, rlo, rhi, lo, hi, time_limit, integer=True):
+        import highspy
+
+        from .._highs_quiet import new
+        self.n = R.shape[1]
+        self.integer = integer
+        self.h = h = new()
+        h.setOptionValue("mip_rel_gap", 0.0)
+        h.setOptionValue("mip_abs_gap", 0.999)
+        h.setOptionValue("time_limit", float(time_limit))
+        h.setOptionValue("threads", 1)
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = self.n, R.shape[0]
+        lp.col_cost_ = np.zeros(self.n)
+        lp.col_lower_ = lo.astype(float)
+        lp.col_upper_ = hi.astype(float)
+        lp.row_lower_ = rlo.astype(float)
+        lp.row_upper_ = rhi.astype(float)
+        Ac = sp.csc_matrix(R, dtype=float)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = Ac.indptr.astype(np.int32)
+        lp.a_matrix_.index_ = Ac.indices.astype(np.int32)
+        lp.a_matrix_.value_ = Ac.data.astype(float)
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = self.n, R.shape[0]
+        if integer:
+            lp.integrality_ = [highspy.HighsVarType.kInteger] * self.n
+        h.passModel(lp)
+        self.cost = np.zeros(self.n)
+        self.n_programs = 0
+
+    def solve(self, cost, sense_max=False):
+        """(status, x or None, dual bound): status 'optimal', 'infeasible' or 'limit'."""
+        import highspy
+        h = self.h
+        cost = np.asarray(cost, float)
+        ch = np.flatnonzero(cost != self.cost)
+        if ch.size:
+            h.changeColsCost(ch.size, ch.astype(np.int32), cost[ch])
+            self.cost = cost.copy()
+        h.changeObjectiveSense(highspy.ObjSense.kMaximize if sense_max
+                               else highspy.ObjSense.kMinimize)
+        h.run()
+        if self.integer:
+            self.n_programs += 1
+        return _status(h, self.n)
+
+    def objective(self) -> float:
+        return float(self.h.getInfo().objective_function_value)
+
+
+def _status(h, n):
+    import highspy
+    st = h.getModelStatus()
+    S = highspy.HighsModelStatus
+    info = h.getInfo()
+    if st == S.kInfeasible:
+        return "infeasible", None, None
+    has = info.primal_solution_status == 2     # kSolutionStatusFeasible
+    x = np.asarray(h.getSolution().col_value[:n], float) if has else None
+    if st == S.kOptimal:
+        return "optimal", x, (info.mip_dual_bound if info.mip_node_count >= 0 else None)
+    if st in (S.kTimeLimit, S.kIterationLimit, S.kSolutionLimit, S.kInterrupt):
+        return "limit", x, info.mip_dual_bound
+    raise RuntimeError(f"HiGHS stopped with status {h.modelStatusToString(st)}")
+
+
+class _Checker:
+    """Rounds a solution and checks it against every row and box bound exactly."""
+
+    def __init__(self, R, rlo, rhi, lo, hi):
+        self.R = sp.csr_matrix(R, dtype=np.int64)
+        self.rlo, self.rhi, self.lo, self.hi = rlo, rhi, lo, hi
+
+    def __call__(self, x) -> np.ndarray:
+        xi = np.rint(x).astype(np.int64)
+        if np.abs(x - xi).max(initial=0.0) > 1e-4:
+            raise RuntimeError("HiGHS returned a solution that is not integral "
+                               f"(max distance {np.abs(x - xi).max():.3g})")
+        r = self.R @ xi
+        if (xi < self.lo).any() or (xi > self.hi).any() or (r < self.rlo).any() or \
+                (r > self.rhi).any():
+            raise RuntimeError("HiGHS returned a solution that misses a published sum once "
+                               "rounded to integers")
+        return xi
+
+
+def integer_bounds(rows, row_lower, row_upper, lo, hi, *, bounds: bool = True,
+                   time_limit: float = TIME_LIMIT, rng=None, progress=None
+                   ) -> IntegerBounds:
+    """Exact integer bounds and certainty of the unknowns (see the module).
+
+    Parameters
+    ----------
+    rows : scipy.sparse matrix
+        ``m x n`` integer coefficients (0/1 for sums of cells).
+    row_lower, row_upper : array-like
+        int per row: ``row_lower <= rows @ x <= row_upper`` (equal for an exact sum).
+    lo, hi : array-like
+        int per unknown: the box (``hi`` finite: e.g. the smallest published sum holding
+        the cell).
+    bounds : {"exact", "lp", "none"} or bool
+        The bounds of the uncertain cells: ``"exact"`` (True) by integer programs;
+        ``"lp"`` by the LP relaxation, rounded inward (exact where a table already found
+        reaches it, else an outer bound flagged not exact); ``"none"`` (False): the box
+        ``lo`` / ``hi`` (outer bounds, flagged not exact).
+    time_limit : float
+        Seconds per integer program.
+    rng : numpy.random.Generator, optional
+        For the random objectives of the first solutions (default: seeded 0).
+    progress : callable, optional
+        ``progress(done, total)`` after each program of the bounds stage.
+
+    Returns
+    -------
+    IntegerBounds
+
+    Raises
+    ------
+    NoTable
+        No nonnegative integer table meets every row.
+    """
+    t0 = _time.perf_counter()
+    R = sp.csr_matrix(rows)
+    n = R.shape[1]
+    rlo = np.asarray(row_lower, np.int64)
+    rhi = np.asarray(row_upper, np.int64)
+    lo = np.asarray(lo, np.int64)
+    hi = np.asarray(hi, np.int64)
+    if bounds not in (True, False, "exact", "lp", "none"):
+        raise ValueError(f"bounds must be 'exact', 'lp' or 'none' (True / False), got "
+                         f"{bounds!r}")
+    if (hi < lo).any():
+        j = int(np.argmax(hi < lo))
+        raise NoTable(f"unknown {j} has an empty box [{lo[j]}, {hi[j]}]")
+    if n == 0:
+        if ((rlo > 0) | (rhi < 0)).any():
+            raise NoTable("a published sum of no unknown cell differs from 0")
+        e = np.zeros(0, np.int64)
+        b = np.zeros(0, bool)
+        return IntegerBounds(e, e, b, b, b, e, 0, 0.0)
+    rng = np.random.default_rng(0) if rng is None else rng
+    check = _Checker(R, rlo, rhi, lo, hi)
+    model = _Model(R, rlo, rhi, lo, hi, time_limit)
+    st, x, _ = model.solve(np.zeros(n))
+    if st == "infeasible":
+        raise NoTable("no nonnegative integer table meets every published number")
+    if x is None:
+        raise RuntimeError(f"HiGHS found no consistent table within {time_limit:g} s "
+                           "(raise time_limit)")
+    x0 = check(x)
+    seen_lo, seen_hi = x0.copy(), x0.copy()
+
+    def see(y):
+        np.minimum(seen_lo, y, out=seen_lo)
+        np.maximum(seen_hi, y, out=seen_hi)
+
+    c = rng.standard_normal(n)
+    for sign in (1.0, -1.0):
+        st, y, _ = model.solve(sign * c)
+        if y is not None:
+            see(check(y))
+
+    # 2a. cells never seen off a box end (most are 0).  The LP relaxation first: pushing
+    # them all off their end together, an LP optimum of less than 1 in all proves every
+    # one certain (each integer table would move them by at least 1); cells the LP moves
+    # go to integer programs that ask for one table moving at least one of them
+    decided = np.zeros(n, bool)
+    certain = np.zeros(n, bool)
+    relax = _Model(R, rlo, rhi, lo, hi, time_limit, integer=False)
+    # re-solved from its last basis after each change of objective: the primal simplex
+    # keeps the vertex (still feasible) and needs a few pivots, the dual thousands
+    relax.h.setOptionValue("presolve", "off")
+    relax.h.setOptionValue("simplex_strategy", 4)
+    center = _center(R, rlo, rhi, lo, hi, time_limit)
+    for end in ("low", "high"):
+        at = (seen_hi == lo) if end == "low" else (seen_lo == hi)
+        U = np.flatnonzero(at & ~decided)
+        pending = np.zeros(0, np.int64)
+        if center is not None and U.size:
+            # a point inside the LP polytope is off every end some LP point is off
+            off = ((center[U] - lo[U]) if end == "low" else (hi[U] - center[U])) > 1e-6
+            pending = U[off]
+            U = U[~off]
+        while U.size:
+            st, y = _spread(R, rlo, rhi, lo, hi, U, end, time_limit, integer=False)
+            if st != "optimal" or y is None:
+                pending = np.union1d(pending, U)
+                break
+            gap = np.minimum((y[U] - lo[U]) if end == "low" else (hi[U] - y[U]), 1.0)
+            if gap.sum() < 0.5:
+                certain[U] = decided[U] = True
+                break
+            moved = gap > 1e-7
+            pending = np.union1d(pending, U[moved])
+            U = U[~moved]
+        while pending.size:
+            # the cells proven certain are fixed: the programs shrink to the rest
+            flo, fhi = np.where(certain, x0, lo), np.where(certain, x0, hi)
+            st, y = _spread(R, rlo, rhi, flo, fhi, pending, end, time_limit, integer=True)
+            model.n_programs += 1
+            if st == "infeasible":
+                certain[pending] = decided[pending] = True
+                break
+            if y is None:                # stopped by the time limit: left undecided
+                break
+            see(check(y))
+            still = (seen_hi[pending] == lo[pending]) if end == "low" else \
+                (seen_lo[pending] == hi[pending])
+            pending = pending[still]
+    # 2b. the rest by exclusion rounds
+    while True:
+        U = np.flatnonzero((seen_lo == seen_hi) & ~decided)
+        if U.size == 0:
+            break
+        flo, fhi = np.where(certain, x0, lo), np.where(certain, x0, hi)
+        st, y = _exclusion(R, rlo, rhi, flo, fhi, x0, U, time_limit)
+        model.n_programs += 1
+        if st == "infeasible":
+            certain[U] = True
+            decided[U] = True
+            break
+        if y is None:            # time limit, no table found: these cells stay undecided
+            break
+        see(check(y))
+    decided |= seen_lo != seen_hi
+
+    # 3. exact bounds of the cells that move
+    lower, upper = seen_lo.copy(), seen_hi.copy()
+    exact = certain.copy()
+    mode = {True: "exact", False: "none"}.get(bounds, bounds)
+    if mode == "none":              # the box: outer bounds, never a claim the pool only saw
+        lower[~certain], upper[~certain] = lo[~certain], hi[~certain]
+    else:
+        fix = np.flatnonzero(certain)
+        if fix.size:                  # certain cells fixed in both models
+            for mdl in (model, relax):
+                mdl.h.changeColsBounds(fix.size, fix.astype(np.int32),
+                                       x0[fix].astype(float), x0[fix].astype(float))
+        todo = np.flatnonzero(~certain)
+        total = 2 * todo.size
+        done = 0
+        for j in todo:
+            ok = True
+            for side in ("lower", "upper"):
+                done += 1
+                if (side == "lower" and seen_lo[j] == lo[j]) or \
+                        (side == "upper" and seen_hi[j] == hi[j]):
+                    continue
+                cost = np.zeros(n)
+                cost[j] = 1.0
+                st, y, _ = relax.solve(cost, sense_max=(side == "upper"))
+                if st == "optimal":      # the LP bound, rounded inward, already seen: exact
+                    v = relax.objective()
+                    if (side == "lower" and np.ceil(v - 1e-6) >= seen_lo[j]) or \
+                            (side == "upper" and np.floor(v + 1e-6) <= seen_hi[j]):
+                        continue
+                    if mode == "lp":     # the LP bound, rounded inward: an outer bound
+                        ok = False
+                        if side == "lower":
+                            lower[j] = max(int(lo[j]), int(np.ceil(v - 1e-6)))
+                        else:
+                            upper[j] = min(int(hi[j]), int(np.floor(v + 1e-6)))
+                        continue
+                st, y, dual = model.solve(cost, sense_max=(side == "upper"))
+                if y is not None:
+                    see(check(y))
+                if st == "optimal":
+                    continue
+                ok = False
+                if dual is not None and np.isfinite(dual):
+                    if side == "lower":
+                        lower[j] = max(int(lo[j]), int(np.ceil(dual - 1e-6)))
+                    else:
+                        upper[j] = min(int(hi[j]), int(np.floor(dual + 1e-6)))
+                else:
+                    if side == "lower":
+                        lower[j] = lo[j]
+                    else:
+                        upper[j] = hi[j]
+            if ok:
+                lower[j], upper[j] = seen_lo[j], seen_hi[j]
+                exact[j] = True
+            else:
+                lower[j] = min(lower[j], seen_lo[j])
+                upper[j] = max(upper[j], seen_hi[j])
+            if progress is not None:
+                progress(done, total)
+    return IntegerBounds(lower, upper, certain, exact, decided, x0, model.n_programs,
+                         _time.perf_counter() - t0)
+
+
+def _exclusion(R, rlo, rhi, lo, hi, x0, U, time_limit):
+    """One exclusion program (see the module): ('infeasible', None) or (status, table)."""
+    import highspy
+
+    from .._highs_quiet import new
+    n = R.shape[1]
+    up_ok = U[x0[U] < hi[U]]
+    dn_ok = U[x0[U] > lo[U]]
+    k_up, k_dn = up_ok.size, dn_ok.size
+    if k_up + k_dn == 0:
+        return "infeasible", None
+    nb = k_up + k_dn
+    ncol = n + nb
+    # rows: R x in [rlo, rhi]; x_j - (x0_j + 1 - lo_j) u_j >= lo_j;
+    # x_j + (hi_j - x0_j + 1) d_j <= hi_j; sum u + sum d >= 1
+    rr, cc, vv = [], [], []
+    Rc = sp.coo_matrix(R)
+    rr.append(Rc.row)
+    cc.append(Rc.col)
+    vv.append(Rc.data.astype(float))
+    m0 = R.shape[0]
+    r_up = m0 + np.arange(k_up)
+    rr += [r_up, r_up]
+    cc += [up_ok, n + np.arange(k_up)]
+    vv += [np.ones(k_up), -(x0[up_ok] + 1 - lo[up_ok]).astype(float)]
+    r_dn = m0 + k_up + np.arange(k_dn)
+    rr += [r_dn, r_dn]
+    cc += [dn_ok, n + k_up + np.arange(k_dn)]
+    vv += [np.ones(k_dn), (hi[dn_ok] - x0[dn_ok] + 1).astype(float)]
+    r_any = m0 + nb
+    rr.append(np.full(nb, r_any))
+    cc.append(n + np.arange(nb))
+    vv.append(np.ones(nb))
+    A = sp.csc_matrix((np.concatenate(vv), (np.concatenate(rr), np.concatenate(cc))),
+                      shape=(r_any + 1, ncol))
+    inf = highspy.kHighsInf
+    row_lo = np.concatenate([rlo, lo[up_ok], np.full(k_dn, -inf), [1.0]]).astype(float)
+    row_hi = np.concatenate([rhi, np.full(k_up, inf), hi[dn_ok], [inf]]).astype(float)
+    h = new()
+    h.setOptionValue("time_limit", float(time_limit))
+    h.setOptionValue("threads", 1)
+    # move as many undecided cells as a few improving solutions reach: fewer rounds
+    h.setOptionValue("mip_max_improving_sols", 3)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = ncol, r_any + 1
+    lp.col_cost_ = np.concatenate([np.zeros(n), -np.ones(nb)])
+    lp.col_lower_ = np.concatenate([lo, np.zeros(nb)]).astype(float)
+    lp.col_upper_ = np.concatenate([hi, np.ones(nb)]).astype(float)
+    lp.row_lower_ = row_lo
+    lp.row_upper_ = row_hi
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data.astype(float)
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = ncol, r_any + 1
+    lp.integrality_ = [highspy.HighsVarType.kInteger] * ncol
+    h.passModel(lp)
+    h.run()
+    st, x, _ = _status(h, ncol)
+    return st, (None if x is None else x[:n])
+
+
+def _center(R, rlo, rhi, lo, hi, time_limit):
+    """A point of the LP relaxation's relative interior (HiGHS's interior point method,
+    no objective, no crossover), or None: its cells at a box end are the candidates for
+    being there in every table (the simplex programs then prove it)."""
+    m = _Model(R, rlo, rhi, lo, hi, time_limit, integer=False)
+    m.h.setOptionValue("solver", "ipm")
+    m.h.setOptionValue("run_crossover", "off")
+    st, y, _ = m.solve(np.zeros(R.shape[1]))
+    return y if st == "optimal" else None
+
+
+def _spread(R, rlo, rhi, lo, hi, cells, end, time_limit, integer):
+    """Move as many of ``cells`` off their box's ``end`` as one table can: ``max sum
+    t_j`` with ``t_j <= x_j - lo_j`` (low end; ``t_j <= hi_j - x_j`` at the high end),
+    ``0 <= t_j <= 1``.  As an LP (``integer`` False): an optimum below 1 proves every one
+    of them certain, and the cells it moves are candidates.  As an integer program (``x``
+    integer, ``t`` not, and ``sum t >= 1``): a table moving at least one, as many as a
+    couple of improving solutions reach, or ('infeasible', None): every one certain."""
+    import highspy
+
+    from .._highs_quiet import new
+    n = R.shape[1]
+    m = R.shape[0]
+    k = cells.size
+    inf = highspy.kHighsInf
+    sign = -1.0 if end == "low" else 1.0          # t - x <= -lo  |  t + x <= hi
+    link = sp.csr_matrix((np.concatenate([np.ones(k), np.full(k, sign)]),
+                          (np.tile(np.arange(k), 2), np.concatenate([n + np.arange(k),
+                                                                     cells]))),
+                         shape=(k, n + k))
+    rows = [sp.hstack([sp.csr_matrix(R, dtype=float), sp.csr_matrix((m, k))]), link]
+    row_lo = [rlo.astype(float), np.full(k, -inf)]
+    row_hi = [rhi.astype(float), (-lo[cells] if end == "low" else hi[cells]).astype(float)]
+    if integer:
+        rows.append(sp.csr_matrix((np.ones(k), (np.zeros(k, np.int64), n + np.arange(k))),
+                                  shape=(1, n + k)))
+        row_lo.append(np.array([1.0]))
+        row_hi.append(np.array([inf]))
+    A = sp.vstack(rows).tocsc()
+    h = new()
+    h.setOptionValue("time_limit", float(time_limit))
+    h.setOptionValue("threads", 1)
+    if integer:
+        h.setOptionValue("mip_max_improving_sols", 2)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n + k, A.shape[0]
+    lp.col_cost_ = np.concatenate([np.zeros(n), -np.ones(k)])
+    lp.col_lower_ = np.concatenate([lo.astype(float), np.zeros(k)])
+    lp.col_upper_ = np.concatenate([hi.astype(float), np.ones(k)])
+    lp.row_lower_ = np.concatenate(row_lo)
+    lp.row_upper_ = np.concatenate(row_hi)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data.astype(float)
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n + k, A.shape[0]
+    if integer:
+        lp.integrality_ = [highspy.HighsVarType.kInteger] * n + \
+            [highspy.HighsVarType.kContinuous] * k
+    h.passModel(lp)
+    h.run()
+    st, x, _ = _status(h, n + k)
+    return st, (None if x is None else x[:n])

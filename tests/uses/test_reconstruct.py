@@ -1,0 +1,287 @@
+"""rk.reconstruct: exact integer bounds, certainty and posteriors of the finest cells of
+a table set, against brute force (tests/reference/reconstruction.py) on small random
+populations, by construction at realistic counts, and through the unit runner (files,
+resume, local processes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import riskengine as rk
+from riskengine.inference.certify import NoTable
+from tests.reference.reconstruction import consistent_tables, table_cells
+
+CATS = {"g": ["g1", "g2", "g3"], "s": ["F", "M"], "a": ["y", "m", "o"]}
+
+
+def _population(rng, n, dims):
+    return pd.DataFrame({d: rng.choice(CATS[d][: k], size=n) for d, k in dims.items()})
+
+
+def _random_set(seed):
+    """A small population and 1-3 tables of it (some with a hierarchy on ``g``)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 7))
+    dims = {"g": int(rng.integers(2, 4)), "s": 2, "a": int(rng.integers(2, 3))}
+    df = _population(rng, n, dims)
+    # make every category appear (the finest cells are the categories seen)
+    names = list(dims)
+    shapes = [["g", "s"], ["g", "a"], ["s", "a"], ["g"], ["g", "s", "a"]]
+    pick = rng.choice(len(shapes) - 1, size=int(rng.integers(1, 3)), replace=False)
+    tables = {f"T{i}": shapes[k] for i, k in enumerate(pick)}
+    if rng.random() < 0.15:
+        tables["F"] = shapes[-1]
+    hier = None
+    seen_g = sorted(df["g"].unique())
+    if len(seen_g) == 3 and rng.random() < 0.5:
+        hier = {"g": rk.Hierarchy({"G12": ["g1", "g2"], "G3": ["g3"]}, total="Total")}
+    del names
+    return df, tables, hier
+
+
+def _brute(ts, window=0, published=None):
+    truth = np.rint(ts.values[: ts.system.n_interior]).reshape(ts.shape).astype(int)
+    if published is None:
+        published = {name: table_cells(ts, name, truth) for name in ts.tables}
+    N = int(truth.sum())
+    X = consistent_tables(ts, published, N, window)
+    assert len(X) >= 1 and any((x == truth).all() for x in X)
+    return X, truth
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_bounds_and_certainty_equal_brute_force(seed):
+    df, tables, hier = _random_set(seed)
+    ts = rk.TableSet.from_pandas(df, tables, hierarchies=hier)
+    X, truth = _brute(ts)
+    ds = rk.reconstruct(ts)
+    assert (ds["lower"].values == X.min(axis=0)).all()
+    assert (ds["upper"].values == X.max(axis=0)).all()
+    assert (ds["certain"].values == (X.min(axis=0) == X.max(axis=0))).all()
+    assert ds["exact"].values.all()
+    assert ds.attrs["persons"] == truth.sum()
+    assert ds.attrs["persons_certain"] == X.min(axis=0).sum()
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("bounds", ["lp", "none"])
+def test_cheaper_bounds_are_outer_and_certainty_unchanged(seed, bounds):
+    df, tables, hier = _random_set(300 + seed)
+    ts = rk.TableSet.from_pandas(df, tables, hierarchies=hier)
+    X, _truth = _brute(ts)
+    ds = rk.reconstruct(ts, bounds=bounds)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    assert (ds["certain"].values == (lo == hi)).all()
+    assert (ds["lower"].values <= lo).all() and (ds["upper"].values >= hi).all()
+    ex = ds["exact"].values
+    assert (ds["lower"].values[ex] == lo[ex]).all() and (ds["upper"].values[ex] == hi[ex]).all()
+    # a claim "at least k" is only ever made where k <= the true least value
+    assert (ds["record_k"].values <= lo.reshape(-1)[ds["record_cell"].values]).all()
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("prior", [rk.priors.Uniform(), rk.priors.Poisson(1.5)],
+                         ids=["uniform", "poisson"])
+def test_posterior_and_ranked_records_equal_brute_force(seed, prior):
+    df, tables, hier = _random_set(100 + seed)
+    ts = rk.TableSet.from_pandas(df, tables, hierarchies=hier)
+    X, _truth = _brute(ts)
+    if isinstance(prior, rk.priors.Poisson):
+        from scipy.special import gammaln
+        lw = (X * np.log(1.5) - gammaln(X + 1)).reshape(len(X), -1).sum(axis=1)
+    else:
+        lw = np.zeros(len(X))
+    w = np.exp(lw - lw.max())
+    w /= w.sum()
+    ds = rk.reconstruct(ts, prior=prior)
+    mean = np.tensordot(w, X, axes=1)
+    np.testing.assert_allclose(ds["mean"].values, mean, atol=1e-9)
+    flat = X.reshape(len(X), -1)
+    for j in range(flat.shape[1]):
+        pm = np.bincount(flat[:, j], weights=w)
+        assert ds["prob_mode"].values.reshape(-1)[j] == pytest.approx(pm.max(), abs=1e-9)
+    # every record's confidence: Pr(cell >= k)
+    for c, k, p in zip(ds["record_cell"].values, ds["record_k"].values,
+                       ds["confidence"].values):
+        assert p == pytest.approx(float(w[flat[:, c] >= k].sum()), abs=1e-9)
+    conf = ds["confidence"].values
+    assert (np.diff(conf) <= 1e-12).all()           # ranked
+    assert ds.attrs["approximate"] == 0
+    assert ds.attrs["posterior"] == "exact in 1 of 1 units"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_rounding_release_equals_brute_force(seed):
+    df, tables, hier = _random_set(200 + seed)
+    ts = rk.TableSet.from_pandas(df, tables, hierarchies=hier)
+    rel = rk.RandomRounding(2).protect(ts, np.random.default_rng(seed))
+    s = ts.system
+    truth = np.rint(ts.values[: s.n_interior]).reshape(ts.shape).astype(int)
+    # the published value of every cell of every table, read from the release
+    published = {}
+    for name in ts.tables:
+        cells = table_cells(ts, name, truth)
+        da = rel.table(name)
+        pub = {}
+        for key in cells:
+            sel = {d: (s.totals_of(name)[d] if c == "__total__" else c)
+                   for d, c in zip(ts.tables[name].dims, key)}
+            pub[key] = int(da.sel(sel))
+        published[name] = pub
+    N_lo = max(0, int(truth.sum()) - 1)
+    X = np.concatenate([consistent_tables(ts, published, N, window=1)
+                        for N in range(N_lo, int(truth.sum()) + 2)
+                        if len(consistent_tables(ts, published, N, window=1))])
+    ds = rk.reconstruct(rel)
+    assert (ds["lower"].values == X.min(axis=0)).all()
+    assert (ds["upper"].values == X.max(axis=0)).all()
+    assert (ds["certain"].values == (X.min(axis=0) == X.max(axis=0))).all()
+    assert ds.attrs["mechanism"] == "random_rounding"
+
+
+def _census(districts=2, areas=3, seed=5):
+    from riskengine.census import CensusPopulation
+    pop = CensusPopulation(regions=1, districts=districts, areas=areas, households=(10, 25))
+    df = pop.generate(np.random.default_rng(seed))
+    return df, rk.TableSet.from_pandas(df, pop.tables(), hierarchies=pop.hierarchies())
+
+
+def test_never_certain_when_a_second_table_exists_at_realistic_counts():
+    """By construction: the truth moved along a 2 x 2 swap of the finest cells that keeps
+    every published cell (hhsize x age inside one area, sex and rare fixed: no table
+    crosses hhsize with age) is a second consistent table; its cells are never certain
+    and both values lie within the bounds."""
+    _df, ts = _census()
+    ds = rk.reconstruct(ts, unit="area", level=2)
+    truth = ds["value"]
+    assert (ds["lower"] <= truth).all() and (truth <= ds["upper"]).all()
+    assert (ds["lower"].where(ds["certain"]) == truth.where(ds["certain"])).where(
+        ds["certain"], True).all()
+    x = truth.values
+    rng = np.random.default_rng(0)
+    dims = list(ds["value"].dims)
+    ia, ih, ig = dims.index("area"), dims.index("hhsize"), dims.index("age")
+    found = 0
+    for _ in range(2000):
+        idx = [int(rng.integers(n)) for n in x.shape]
+        h2, g2 = int(rng.integers(x.shape[ih])), int(rng.integers(x.shape[ig]))
+        if h2 == idx[ih] or g2 == idx[ig]:
+            continue
+        z = np.zeros_like(x)
+
+        def at(h, g, idx=idx):
+            j = list(idx)
+            j[ih], j[ig] = h, g
+            return tuple(j)
+        z[at(idx[ih], idx[ig])] += 1
+        z[at(h2, g2)] += 1
+        z[at(idx[ih], g2)] -= 1
+        z[at(h2, idx[ig])] -= 1
+        if (x + z < 0).any():
+            continue
+        y = x + z
+        assert (ts.system.vector(y)[ts.system.published] ==
+                ts.system.vector(x)[ts.system.published]).all()
+        moved = z != 0
+        assert not ds["certain"].values[moved].any()
+        assert (ds["lower"].values <= y).all() and (y <= ds["upper"].values).all()
+        found += 1
+    assert found > 20
+    del ia
+
+
+def test_units_are_a_sound_relaxation_of_the_whole_set():
+    _df, ts = _census(districts=2, areas=2, seed=7)
+    whole = rk.reconstruct(ts)
+    split = rk.reconstruct(ts, unit="area", level=2)
+    assert whole.attrs["units"] == 1 and whole.attrs["dropped_cells"] == 0
+    assert split.attrs["units"] == 2 and split.attrs["dropped_cells"] > 0
+    assert "dropped" in split.attrs["dropped_note"]
+    # certain under the relaxation => certain; bounds outer
+    assert not (split["certain"] & ~whole["certain"]).any()
+    assert (split["lower"] <= whole["lower"]).all()
+    assert (split["upper"] >= whole["upper"]).all()
+    # here the dropped cells (region = sum of its districts) are implied: nothing lost
+    assert (split["lower"] == whole["lower"]).all()
+    assert (split["upper"] == whole["upper"]).all()
+    per_area = split.attrs["areas_certain"]
+    assert 0 <= per_area <= split.attrs["areas"] == ts.shape[0]
+
+
+def test_suppressed_release_agrees_with_the_sums_route():
+    rng = np.random.default_rng(3)
+    df = _population(rng, 9, {"g": 3, "s": 2, "a": 3})
+    ts = rk.TableSet.from_pandas(df, {"A": ["g", "s"], "B": ["g", "a"]})
+    rel = rk.suppress(ts, rk.sensitivity.Frequency(3))
+    assert rel.hidden.any()
+    post = rk.posterior(rel, rk.priors.Uniform())
+    ds = rk.reconstruct(rel, prior=rk.priors.Uniform())
+    np.testing.assert_allclose(ds["mean"].values, post.mean().values, atol=1e-9)
+    assert ds.attrs["mechanism"] == "cell_suppression"
+
+
+def test_results_are_written_per_unit_and_a_rerun_resumes(tmp_path):
+    _df, ts = _census(districts=3, areas=2, seed=11)
+    full = rk.reconstruct(ts, unit="area", level=2, prior=rk.priors.Uniform(),
+                          max_candidates=1e4)
+    calls = []
+
+    def stop_after_two(done, total):
+        calls.append(done)
+        if done == 2:
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        rk.reconstruct(ts, unit="area", level=2, prior=rk.priors.Uniform(),
+                       max_candidates=1e4, out=tmp_path, progress=stop_after_two)
+    files = sorted((tmp_path / "units").glob("*.nc"))
+    assert len(files) == 2
+    assert (tmp_path / "summary.csv").read_text().count("\n") == 3
+    again = rk.reconstruct(ts, unit="area", level=2, prior=rk.priors.Uniform(),
+                           max_candidates=1e4, out=tmp_path)
+    assert again.attrs["units_resumed"] == 2
+    for v in ("lower", "upper", "certain", "mean", "prob_mode", "confidence"):
+        np.testing.assert_array_equal(again[v].values, full[v].values)
+    # a third run reads every unit back; changed settings are recomputed
+    third = rk.reconstruct(ts, unit="area", level=2, prior=rk.priors.Uniform(),
+                           max_candidates=1e4, out=tmp_path)
+    assert third.attrs["units_resumed"] == 3
+    other = rk.reconstruct(ts, unit="area", level=2, out=tmp_path)
+    assert other.attrs["units_resumed"] == 0
+
+
+def test_local_processes_give_the_serial_result():
+    _df, ts = _census(districts=2, areas=2, seed=13)
+    a = rk.reconstruct(ts, unit="area", level=2)
+    b = rk.reconstruct(ts, unit="area", level=2, workers=2)
+    for v in ("lower", "upper", "certain"):
+        np.testing.assert_array_equal(a[v].values, b[v].values)
+
+
+def test_bad_inputs_are_refused_by_name():
+    df = pd.DataFrame({"g": ["a", "b"], "s": ["F", "M"]})
+    ts = rk.TableSet.from_pandas(df, {"A": ["g", "s"]})
+    with pytest.raises(ValueError, match="unit='x' is no dim"):
+        rk.reconstruct(ts, unit="x")
+    with pytest.raises(ValueError, match="level= as a depth needs a hierarchy"):
+        rk.reconstruct(ts, unit="g", level=1)
+    with pytest.raises(ValueError, match="threshold"):
+        rk.reconstruct(ts, threshold=1.5)
+    with pytest.raises(TypeError, match="reconstruct takes"):
+        rk.reconstruct(np.ones((2, 2)))
+    mag = rk.TableSet.from_pandas(df.assign(v=[1.5, 2.0]), {"A": ["g", "s"]}, value="v")
+    with pytest.raises(ValueError, match="magnitudes"):
+        rk.reconstruct(mag)
+    rel = rk.NoisyCounts("geometric", 1.0).protect(ts, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="no hard window"):
+        rk.reconstruct(rel)
+    # an inconsistent publication: no table at all
+    from riskengine.table_set import TableSetRelease
+    vals = np.array(ts.values)
+    vals[: ts.system.n_interior] = np.nan
+    j = ts.system.find(table="A", g="a")
+    vals[j] += 5
+    bad = TableSetRelease(ts, vals, rk.CellSuppression())
+    with pytest.raises(NoTable):
+        rk.reconstruct(bad)

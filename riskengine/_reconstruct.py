@@ -198,10 +198,18 @@ class _Publication:
                 self.high = vals + (B - 1)
                 self.what = (f"{x.mechanism.describe()}: every published cell within "
                              f"{B - 1} of its original")
+            elif name == "cell_key":
+                self.low, self.high = _ptable_windows(x.mechanism.base.ptable, vals, s)
+                self.what = (f"{x.mechanism.describe()}: every published cell within the "
+                             "p-table's perturbations of its original (the hull of the "
+                             "originals it can come from; the keys' dependence between "
+                             "cells is not used: certainty stays sound, bounds are outer)")
             else:
                 raise ValueError(
-                    f"reconstruct bounds exactly published, suppressed and randomly rounded "
-                    f"table sets; a {name} release has no hard window on every cell: its "
+                    f"reconstruct bounds exactly published, suppressed, randomly rounded "
+                    f"and cell-key "
+                    f"perturbed table sets; a {name} release has no hard window on every "
+                    "cell: its "
                     "posterior is rk.posterior(release, prior)")
             self.truth = None
             self.mechanism = name
@@ -217,6 +225,27 @@ class _Publication:
             j = int(np.argmax(bad))
             raise ValueError(f"the published cell {s.labels()[j]} is {vals[j]:g}: a count "
                              "must be a nonnegative integer")
+
+
+def _ptable_windows(pt, vals, s) -> tuple:
+    """Per published cell: the least and greatest original the p-table can perturb to its
+    published value (NaN where not published)."""
+    low = np.full(vals.shape, np.nan)
+    high = np.full(vals.shape, np.nan)
+    idx = np.flatnonzero(~np.isnan(vals))
+    y = np.rint(vals[idx]).astype(np.int64)
+    cand = y[:, None] - np.arange(pt.vmin, pt.vmax + 1)[None, :]      # originals i = y - v
+    ok = (cand >= 0) & (pt.prob(y[:, None], np.maximum(cand, 0)) > 0)
+    none = ~ok.any(axis=1)
+    if none.any():
+        from .inference.certify import NoTable
+        j = idx[int(np.argmax(none))]
+        raise NoTable(f"the published cell {s.labels()[j]} ({vals[j]:g}) is no value the "
+                      "p-table publishes for any original count")
+    big = np.iinfo(np.int64).max
+    low[idx] = np.where(ok, cand, big).min(axis=1)
+    high[idx] = np.where(ok, cand, -1).max(axis=1)
+    return low, high
 
 
 def _unit_of(pub, unit, level) -> tuple:
@@ -287,7 +316,7 @@ def _components(pub) -> np.ndarray:
 def reconstruct(release, prior=None, *, unit=None, level=None, bounds="exact",
                 threshold: float = 0.95, max_candidates: float = MAX_CANDIDATES,
                 time_limit: float = 60.0, out=None, workers=None, scheduler=None,
-                progress=None, memory=None) -> xr.Dataset:
+                progress=None, memory=None, truth=None) -> xr.Dataset:
     """Which persons an intruder rebuilds from a publication, with certainty or with a
     given confidence (see the module).
 
@@ -333,6 +362,11 @@ def reconstruct(release, prior=None, *, unit=None, level=None, bounds="exact",
     memory : int or str, optional
         The memory budget per unit (default: half the machine's available memory); a unit
         estimated past it is refused before anything runs.
+    truth : rk.TableSet or xarray.DataArray, optional
+        The real finest table the claims are scored against, when it is not the one the
+        tables were made from (a publication of swapped records: the original records'
+        TableSet).  Aligned by dim names and labels; a label the publication does not
+        have counts its persons as ones no claim can reach (``persons_unplaced``).
 
     Returns
     -------
@@ -388,6 +422,8 @@ def reconstruct(release, prior=None, *, unit=None, level=None, bounds="exact",
                         progress=progress)
     ds = _assemble(pub, prior, tasks, results, fixed, unit_of, names, dropped, threshold,
                    unit is not None)
+    if truth is not None:
+        _score(ds, truth, threshold)
     if unit is not None:
         whole = ds["certain"].all([d for d in ds["certain"].dims if d != unit])
         ds.attrs["areas"] = int(whole.size)
@@ -671,3 +707,40 @@ def _persons(pub, fallback: int) -> int:
     M = s.M.tocsr()
     full = np.flatnonzero((np.diff(M.indptr) == s.n_interior) & ~np.isnan(pub.low))
     return int(np.rint(pub.low[full[0]])) if full.size else fallback
+
+
+def _score(ds, truth, threshold) -> None:
+    """Score the claims against a given truth (see ``truth`` of :func:`reconstruct`)."""
+    from .table_set import TableSet
+    if isinstance(truth, TableSet):
+        s = truth.system
+        fin = truth.values[: s.n_interior]
+        if np.isnan(fin).any():
+            raise ValueError("truth must be a TableSet whose finest cells are known "
+                             "(TableSet.from_pandas)")
+        truth = xr.DataArray(np.rint(fin).reshape(s.shape).astype(np.int64), dims=s.dims,
+                             coords={d: list(s.coords[d]) for d in s.dims})
+    if not isinstance(truth, xr.DataArray):
+        raise TypeError("truth must be an rk.TableSet or an xarray.DataArray over the "
+                        f"finest dims {list(ds['lower'].dims)}, got {type(truth).__name__}")
+    dims = list(ds["lower"].dims)
+    if set(truth.dims) != set(dims):
+        raise ValueError(f"truth has dims {list(truth.dims)}; the publication's finest "
+                         f"table has {dims}")
+    total = int(truth.sum())
+    t = truth.reindex({d: ds.coords[d].values for d in dims}, fill_value=0).transpose(*dims)
+    placed = int(t.sum())
+    v = t.values.astype(np.int64)
+    ds["value"] = (tuple(dims), v)
+    rc = ds["record_cell"].values
+    ds["record_true"] = (("record",), v.reshape(-1)[rc] >= ds["record_k"].values)
+    conf = ds["confidence"].values
+    ok = conf >= threshold
+    good = ds["record_true"].values
+    ds.attrs["truth"] = "given"
+    ds.attrs["persons_true"] = total
+    ds.attrs["persons_unplaced"] = total - placed
+    ds.attrs["confident_correct"] = float(good[ok].mean()) if ok.any() else float("nan")
+    cert = ds["record_certain"].values
+    ds.attrs["certain_correct"] = float(good[cert].mean()) if cert.any() else float("nan")
+    ds.attrs["persons_certain_true"] = int(good[cert].sum())

@@ -108,7 +108,6 @@ class _Model:
         h.setOptionValue("mip_rel_gap", 0.0)
         h.setOptionValue("mip_abs_gap", 0.999)
         h.setOptionValue("time_limit", float(time_limit))
-        h.setOptionValue("threads", 1)
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = self.n, R.shape[0]
         lp.col_cost_ = np.zeros(self.n)
@@ -429,7 +428,6 @@ def _exclusion(R, rlo, rhi, lo, hi, x0, U, time_limit):
     row_hi = np.concatenate([rhi, np.full(k_up, inf), hi[dn_ok], [inf]]).astype(float)
     h = new()
     h.setOptionValue("time_limit", float(time_limit))
-    h.setOptionValue("threads", 1)
     # move as many undecided cells as a few improving solutions reach: fewer rounds
     h.setOptionValue("mip_max_improving_sols", 3)
     lp = highspy.HighsLp()
@@ -492,7 +490,6 @@ def _spread(R, rlo, rhi, lo, hi, cells, end, time_limit, integer):
     A = sp.vstack(rows).tocsc()
     h = new()
     h.setOptionValue("time_limit", float(time_limit))
-    h.setOptionValue("threads", 1)
     if integer:
         h.setOptionValue("mip_max_improving_sols", 2)
     lp = highspy.HighsLp()

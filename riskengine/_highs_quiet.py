@@ -15,7 +15,7 @@ import ctypes
 import os
 import sys
 
-__all__ = ["c_stdout_silenced", "new"]
+__all__ = ["c_stdout_silenced", "model", "new"]
 
 _quiet = False
 
@@ -55,4 +55,33 @@ def new():
             h = highspy.Highs()
         _quiet = True
     h.setOptionValue("output_flag", False)
+    return h
+
+
+def model(n_col, A, lower, upper, cost, row_lower=None, row_upper=None, integer=None):
+    """A silent model of ``min cost x`` over ``row_lower <= A x <= row_upper`` (default
+    ``A x = 0``), ``lower <= x <= upper``; ``integer``: a boolean mask of the integer
+    columns (default none)."""
+    import highspy
+    import numpy as np
+    import scipy.sparse as sp
+    h = new()
+    m = A.shape[0]
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n_col, m
+    lp.col_cost_ = np.asarray(cost, float)
+    lp.col_lower_ = np.asarray(lower, float)
+    lp.col_upper_ = np.asarray(upper, float)
+    lp.row_lower_ = np.zeros(m) if row_lower is None else np.asarray(row_lower, float)
+    lp.row_upper_ = np.zeros(m) if row_upper is None else np.asarray(row_upper, float)
+    Ac = sp.csc_matrix(A, dtype=float)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = Ac.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = Ac.indices.astype(np.int32)
+    lp.a_matrix_.value_ = Ac.data.astype(float)
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_col, m
+    if integer is not None and np.any(integer):
+        kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
+        lp.integrality_ = [kinds[bool(b)] for b in integer]
+    h.passModel(lp)
     return h

@@ -134,9 +134,10 @@ def _posterior(task, b) -> tuple:
     W = (b.upper - b.lower + 1).astype(np.int64)
     off = lo - task.lo
     Wmax = int(W.max())
-    lw = np.full((n, Wmax), -np.inf)
-    for i in range(n):
-        lw[i, :W[i]] = task.lw[i, off[i]: off[i] + W[i]]
+    w = np.arange(Wmax)[None, :]
+    inside = w < W[:, None]
+    cols = np.minimum(off[:, None] + w, task.lw.shape[1] - 1)
+    lw = np.where(inside, np.take_along_axis(task.lw, cols, axis=1), -np.inf)
     R = task.rows
     order = suggest_order(R.indptr.astype(np.int64), R.indices.astype(np.int64), n)
     out = enumerate_sums(lo, W, lw, R.indptr.astype(np.int64), R.indices.astype(np.int64),
@@ -151,8 +152,8 @@ def _posterior(task, b) -> tuple:
         return np.zeros((0, 0)), 0, "the prior gives every consistent table weight 0"
     # shift back onto the task's windows (lo + w)
     full = np.zeros((n, int((task.hi - task.lo).max()) + 1))
-    for i in range(n):
-        full[i, off[i]: off[i] + W[i]] = probs[i, :W[i]]
+    r, c = np.nonzero(inside)
+    full[r, off[r] + c] = probs[r, c]
     return full, (-1 if overflow else int(count)), "exact"
 
 
@@ -501,18 +502,16 @@ def _tasks(pub, prior, unit_of, names, bounds, time_limit, max_candidates, memor
         lw_all = lw[unk]
         lw_all[np.arange(Wmax)[None, :] > (hi - lo)[:, None]] = -np.inf
     # rows to units: a row whose unknown cells lie in one unit belongs to it
-    row_unit = np.full(agg.size, -1, np.int64)
     cu = unit_of[unk]
-    dropped = []
-    for r in range(agg.size):
-        cols = Mu.indices[Mu.indptr[r]: Mu.indptr[r + 1]]
-        if cols.size == 0:
-            continue
-        us = np.unique(cu[cols])
-        if us.size == 1:
-            row_unit[r] = us[0]
-        else:
-            dropped.append(int(agg[r]))
+    has = np.diff(Mu.indptr) > 0
+    starts = Mu.indptr[:-1][has]
+    u_min = np.full(agg.size, -1, np.int64)
+    u_max = np.full(agg.size, -1, np.int64)
+    if starts.size:
+        u_min[has] = np.minimum.reduceat(cu[Mu.indices], starts)
+        u_max[has] = np.maximum.reduceat(cu[Mu.indices], starts)
+    row_unit = np.where(has & (u_min == u_max), u_min, -1)
+    dropped = agg[has & (u_min != u_max)].tolist()
     tasks = []
     cap = budget(memory)
     for u, name in enumerate(names):
@@ -557,8 +556,7 @@ def _assemble(pub, prior, tasks, results, fixed, unit_of, names, dropped, thresh
     mean = np.full(n_fin, np.nan)
     mode = np.full(n_fin, -1, np.int64)
     pmode = np.full(n_fin, np.nan)
-    tail = {}                          # cell -> Pr(x >= k) for k = 0..
-    has_post = np.zeros(n_fin, bool)
+    tails = []                     # per unit with a posterior: (cells, lo, Pr(x >= lo + w))
     n_post = 0
     reasons = {}
     for t, r in zip(tasks, results):
@@ -579,46 +577,36 @@ def _assemble(pub, prior, tasks, results, fixed, unit_of, names, dropped, thresh
         k = P.argmax(axis=1)
         mode[c] = t.lo + k
         pmode[c] = P[np.arange(c.size), k]
-        has_post[c] = True
-        cum = np.cumsum(P[:, ::-1], axis=1)[:, ::-1]       # Pr(x >= lo + w)
-        for i, j in enumerate(c):
-            tail[int(j)] = (int(t.lo[i]), cum[i])
+        tails.append((c, t.lo, np.cumsum(P[:, ::-1], axis=1)[:, ::-1]))
     if prior is not None:
         kv = np.rint(fl[fixed]).astype(np.int64)
         mean[fixed] = kv
         mode[fixed] = kv
         pmode[fixed] = 1.0
-        has_post[fixed] = True
     if pub.truth is not None:
         wrong = (certain & (lower != pub.truth)) | (lower > pub.truth) | (upper < pub.truth)
         if wrong.any():                       # never silently wrong: a bug, not a result
             j = int(np.argmax(wrong))
             raise RuntimeError(f"internal error: {s.labels()[j]} bounded by [{lower[j]}, "
                                f"{upper[j]}] but it holds {pub.truth[j]}")
-    # records: "cell j holds at least k persons", k = 1 .. upper
-    rec_cell, rec_k, conf, rec_cert = [], [], [], []
-    n_unranked = 0
-    for j in np.flatnonzero(upper > 0):
-        for k in range(1, int(upper[j]) + 1):
-            if k <= lower[j]:
-                p = 1.0
-            elif int(j) in tail:
-                lo_j, cum = tail[int(j)]
-                w = k - lo_j
-                p = float(cum[w]) if 0 <= w < cum.size else (1.0 if w < 0 else 0.0)
-            else:               # no posterior here: the claim has no confidence
-                n_unranked += 1
-                continue
-            rec_cell.append(int(j))
-            rec_k.append(k)
-            conf.append(p)
-            rec_cert.append(k <= lower[j])
-    conf = np.asarray(conf, float)
-    order = np.lexsort((np.asarray(rec_k, np.int64), np.asarray(rec_cell, np.int64), -conf))
-    rec_cell = np.asarray(rec_cell, np.int64)[order]
-    rec_k = np.asarray(rec_k, np.int64)[order]
-    conf = conf[order]
-    rec_cert = np.asarray(rec_cert, bool)[order]
+    # records: "cell j holds at least k persons", k = 1 .. upper: certain up to lower,
+    # then Pr(x >= k) where the unit has a posterior (else no confidence: unranked)
+    c1, k1 = _claims(np.arange(n_fin), lower, np.ones(n_fin, np.int64))
+    cells_, ks_, confs_ = [c1], [k1], [np.ones(c1.size)]
+    ranked = np.zeros(n_fin, bool)
+    for c, lo_c, cum in tails:
+        i, k = _claims(np.arange(c.size), upper[c] - lower[c], lower[c] + 1)
+        cells_.append(c[i])
+        ks_.append(k)
+        confs_.append(cum[i, k - lo_c[i]])
+        ranked[c] = True
+    n_unranked = int((upper - lower)[~ranked].sum())
+    rec_cell = np.concatenate(cells_)
+    rec_k = np.concatenate(ks_)
+    conf = np.concatenate(confs_)
+    order = np.lexsort((rec_k, rec_cell, -conf))
+    rec_cell, rec_k, conf = rec_cell[order], rec_k[order], conf[order]
+    rec_cert = rec_k <= lower[rec_cell]
     solution = np.where(fixed, lower, 0)
     for t, r in zip(tasks, results):
         solution[t.cells] = r["solution"]
@@ -698,6 +686,14 @@ def _assemble(pub, prior, tasks, results, fixed, unit_of, names, dropped, thresh
             float("nan")
     ds.attrs.update(attrs)
     return ds
+
+
+def _claims(items, counts, first) -> tuple:
+    """``(item, k)`` for ``k = first[i] .. first[i] + counts[i] - 1`` of every item."""
+    counts = np.maximum(np.asarray(counts, np.int64), 0)
+    idx = np.repeat(np.asarray(items, np.int64), counts)
+    offs = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    return idx, np.asarray(first, np.int64)[idx] + offs
 
 
 def _persons(pub, fallback: int) -> int:

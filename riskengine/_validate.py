@@ -89,7 +89,9 @@ def choice(x, name: str, options) -> str:
 
 
 def integer(x, name: str, minimum: int | None = None) -> int:
-    if isinstance(x, bool) or not isinstance(x, numbers.Integral):
+    if isinstance(x, (bool, np.bool_)):           # True is no count of anything
+        raise TypeError(f"{name} must be an integer, got {x!r}")
+    if not isinstance(x, numbers.Integral):
         if isinstance(x, numbers.Real) and float(x).is_integer():
             x = int(x)
         else:

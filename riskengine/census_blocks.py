@@ -101,13 +101,6 @@ _STREAM_SIZES, _STREAM_AGE_SEX, _STREAM_RACE, _STREAM_HISPANIC = 0, 1, 2, 3
 _STREAM_LAYOUT = 0
 
 
-def _integer(x, name: str, minimum: int) -> int:
-    """``V.integer``, refusing booleans too."""
-    if isinstance(x, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, got {x!r}")
-    return V.integer(x, name, minimum)
-
-
 def _pair(x, name: str, what: str) -> tuple:
     """``(low, high)`` integers, ``1 <= low <= high``, from a pair or one int."""
     if isinstance(x, numbers.Real) and not isinstance(x, bool):
@@ -117,8 +110,8 @@ def _pair(x, name: str, what: str) -> tuple:
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be an int or a pair (low, high) of {what}, "
                          f"got {x!r}") from None
-    low = _integer(low, f"{name} low bound", 1)
-    high = _integer(high, f"{name} high bound", 1)
+    low = V.integer(low, f"{name} low bound", 1)
+    high = V.integer(high, f"{name} high bound", 1)
     if high < low:
         raise ValueError(f"{name}=(low, high) needs low <= high, got {x!r}")
     return low, high
@@ -198,8 +191,8 @@ class BlockPopulation:
     def __init__(self, counties: int = 1, tracts: int = 20, blocks=(10, 40),
                  persons=(5, 120), race_shares=RACE_SHARES, hispanic_share: float = 0.163,
                  concentration: float = 10.0, layout_seed: int = 0):
-        self.counties = _integer(counties, "counties", 1)
-        self.tracts = _integer(tracts, "tracts", 1)
+        self.counties = V.integer(counties, "counties", 1)
+        self.tracts = V.integer(tracts, "tracts", 1)
         self.blocks = _pair(blocks, "blocks", "blocks per tract")
         self.persons = _pair(persons, "persons", "persons per block")
         try:
@@ -220,7 +213,7 @@ class BlockPopulation:
             raise ValueError(f"hispanic_share must be in (0, 1), got {hispanic_share!r}")
         self.hispanic_share = h
         self.concentration = _positive(concentration, "concentration")
-        self.layout_seed = _integer(layout_seed, "layout_seed", 0)
+        self.layout_seed = V.integer(layout_seed, "layout_seed", 0)
         low, high = self.blocks
         g = derived_rng(self.layout_seed, _STREAM_LAYOUT)
         self.blocks_per_tract = tuple(int(b) for b in

@@ -13,23 +13,27 @@ sums; windows for rounded or noisy ones).  The work, by mixed-integer programs (
 1. one consistent ``x0`` (none: :class:`NoTable`, which proves the publication
    inconsistent); two more solutions from random objectives start a pool of solutions;
    a cell that differs in the pool is not certain;
-2. **certification**: the cells the pool has only seen at their box's low end (most are
-   0) are pushed up together by one program, ``max sum x_j`` over them; an optimum that
-   leaves every one at its end proves them all certain, else the cells that moved leave
-   and it repeats (the same for cells at their high end).  Then **exclusion**: for the
-   cells ``U`` the pool has never seen move, one
-   program asks for a consistent table that differs from ``x0`` in at least one cell of
-   ``U`` (binaries ``up_j``: ``x_j >= x0_j + 1``, ``down_j``: ``x_j <= x0_j - 1``, their
-   sum at least 1).  Infeasible: every cell of ``U`` is certain at once (one proof for
-   all).  Feasible: the cells that moved leave ``U``; repeat.  A cell is flagged certain
-   only on a proof of infeasibility; a solver stopped by its time limit leaves the cells
-   it did not decide *uncertain* (``decided`` False) -- never certain;
+2. **certification** of the cells the pool has only seen at a box end (most are 0): a
+   point of the LP relaxation's relative interior (interior point method, no crossover)
+   is off every end some LP point is off, so it splits them into candidates that may
+   move and the rest; one simplex LP moving as many of the rest as it can
+   (``max sum t_j``, ``t_j <= x_j - lo_j``, ``t_j <= 1``) with an optimum below 1 proves
+   them all certain at once.  The candidates go to integer programs that must move at
+   least one of them (``sum t_j >= 1``): infeasible proves every one certain, a table
+   found removes the cells it moves, and it repeats.  Then **exclusion** for the cells
+   ``U`` the pool has never seen move that are inside their box: one program asks for a
+   consistent table that differs from ``x0`` in at least one cell of ``U`` (binaries
+   ``up_j``: ``x_j >= x0_j + 1``, ``down_j``: ``x_j <= x0_j - 1``, their sum at least 1);
+   infeasible: every cell of ``U`` is certain; feasible: the cells that moved leave
+   ``U``; repeat.  A cell is flagged certain only on a proof (an LP optimum below 1 or
+   an infeasible program); a solver stopped by its time limit leaves the cells it did
+   not decide *uncertain* (``decided`` False) -- never certain;
 3. **bounds** (``bounds="exact"``): for every cell that is not certain, ``min x_j`` and
    ``max x_j`` as integer programs, skipped where the pool already reaches the cell's
    box bound ``lo_j`` / ``hi_j`` or the LP relaxation's bound (rounded inward: integer
    tables cannot pass it) is already reached by a table found.  ``bounds="lp"`` stops at
-   the LP bound: an outer bound, flagged not exact where no table reaches it.  The objective is an integer, so HiGHS stops at an
-   absolute gap below 1 (``mip_abs_gap`` 0.999, ``mip_rel_gap`` 0): its incumbent is
+   the LP bound: an outer bound, flagged not exact where no table reaches it.  The
+   objective is an integer, so HiGHS stops at an absolute gap below 1 (``mip_abs_gap`` 0.999, ``mip_rel_gap`` 0): its incumbent is
    then the optimum.  A program stopped by the time limit gives the dual bound, rounded
    outward: an outer bound, flagged ``exact`` False.
 
@@ -37,11 +41,11 @@ Every solution HiGHS returns is rounded and checked in integer arithmetic agains
 row and box bound before it is used (a tolerance-sized violation would otherwise make a
 certain cell look uncertain, or worse): a failed check raises.
 
-Cost: one program per exclusion round (rounds are few when many cells move together: the
-exclusion objective asks to move as many as it can) and up to two per uncertain cell.
-The programs have ``n`` integer columns (plus ``2 |U|`` binaries); HiGHS solves tables of
-a few thousand unknowns in well under a second each when the rows are those of
-hierarchical or linked count tables.
+Cost (measured, benchmarks/RESULTS.md "Issue 32"): a tract of 8 blocks (2,944 cells)
+takes 20 programs and 8 s with ``bounds="lp"``, 68 programs and 22 s with ``"exact"``; a
+tract of 34 blocks (12,512 cells) about 25 programs of about 2.5 s that each move one in
+three of the remaining candidates.  Windows on every row (rounding, cell key) make far
+more candidates, which the integer programs then move one at a time.
 """
 
 from __future__ import annotations
@@ -99,31 +103,14 @@ class _Model:
     """A HiGHS model of the rows and the box, kept alive over many objectives."""
 
     def __init__(self, R, rlo, rhi, lo, hi, time_limit, integer=True):
-        import highspy
-
-        from .._highs_quiet import new
+        from .._highs_quiet import model
         self.n = R.shape[1]
         self.integer = integer
-        self.h = h = new()
+        self.h = h = model(self.n, R, lo, hi, np.zeros(self.n), rlo, rhi,
+                           integer=np.full(self.n, integer))
         h.setOptionValue("mip_rel_gap", 0.0)
         h.setOptionValue("mip_abs_gap", 0.999)
         h.setOptionValue("time_limit", float(time_limit))
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = self.n, R.shape[0]
-        lp.col_cost_ = np.zeros(self.n)
-        lp.col_lower_ = lo.astype(float)
-        lp.col_upper_ = hi.astype(float)
-        lp.row_lower_ = rlo.astype(float)
-        lp.row_upper_ = rhi.astype(float)
-        Ac = sp.csc_matrix(R, dtype=float)
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = Ac.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = Ac.indices.astype(np.int32)
-        lp.a_matrix_.value_ = Ac.data.astype(float)
-        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = self.n, R.shape[0]
-        if integer:
-            lp.integrality_ = [highspy.HighsVarType.kInteger] * self.n
-        h.passModel(lp)
         self.cost = np.zeros(self.n)
         self.n_programs = 0
 
@@ -157,7 +144,7 @@ def _status(h, n):
     has = info.primal_solution_status == 2     # kSolutionStatusFeasible
     x = np.asarray(h.getSolution().col_value[:n], float) if has else None
     if st == S.kOptimal:
-        return "optimal", x, (info.mip_dual_bound if info.mip_node_count >= 0 else None)
+        return "optimal", x, info.mip_dual_bound
     if st in (S.kTimeLimit, S.kIterationLimit, S.kSolutionLimit, S.kInterrupt):
         return "limit", x, info.mip_dual_bound
     raise RuntimeError(f"HiGHS stopped with status {h.modelStatusToString(st)}")
@@ -392,7 +379,7 @@ def _exclusion(R, rlo, rhi, lo, hi, x0, U, time_limit):
     """One exclusion program (see the module): ('infeasible', None) or (status, table)."""
     import highspy
 
-    from .._highs_quiet import new
+    from .._highs_quiet import model
     n = R.shape[1]
     up_ok = U[x0[U] < hi[U]]
     dn_ok = U[x0[U] > lo[U]]
@@ -426,24 +413,12 @@ def _exclusion(R, rlo, rhi, lo, hi, x0, U, time_limit):
     inf = highspy.kHighsInf
     row_lo = np.concatenate([rlo, lo[up_ok], np.full(k_dn, -inf), [1.0]]).astype(float)
     row_hi = np.concatenate([rhi, np.full(k_up, inf), hi[dn_ok], [inf]]).astype(float)
-    h = new()
+    h = model(ncol, A, np.concatenate([lo, np.zeros(nb)]), np.concatenate([hi, np.ones(nb)]),
+              np.concatenate([np.zeros(n), -np.ones(nb)]), row_lo, row_hi,
+              integer=np.ones(ncol, bool))
     h.setOptionValue("time_limit", float(time_limit))
     # move as many undecided cells as a few improving solutions reach: fewer rounds
     h.setOptionValue("mip_max_improving_sols", 3)
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = ncol, r_any + 1
-    lp.col_cost_ = np.concatenate([np.zeros(n), -np.ones(nb)])
-    lp.col_lower_ = np.concatenate([lo, np.zeros(nb)]).astype(float)
-    lp.col_upper_ = np.concatenate([hi, np.ones(nb)]).astype(float)
-    lp.row_lower_ = row_lo
-    lp.row_upper_ = row_hi
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = A.indices.astype(np.int32)
-    lp.a_matrix_.value_ = A.data.astype(float)
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = ncol, r_any + 1
-    lp.integrality_ = [highspy.HighsVarType.kInteger] * ncol
-    h.passModel(lp)
     h.run()
     st, x, _ = _status(h, ncol)
     return st, (None if x is None else x[:n])
@@ -469,7 +444,7 @@ def _spread(R, rlo, rhi, lo, hi, cells, end, time_limit, integer):
     couple of improving solutions reach, or ('infeasible', None): every one certain."""
     import highspy
 
-    from .._highs_quiet import new
+    from .._highs_quiet import model
     n = R.shape[1]
     m = R.shape[0]
     k = cells.size
@@ -488,26 +463,13 @@ def _spread(R, rlo, rhi, lo, hi, cells, end, time_limit, integer):
         row_lo.append(np.array([1.0]))
         row_hi.append(np.array([inf]))
     A = sp.vstack(rows).tocsc()
-    h = new()
+    h = model(n + k, A, np.concatenate([lo, np.zeros(k)]), np.concatenate([hi, np.ones(k)]),
+              np.concatenate([np.zeros(n), -np.ones(k)]), np.concatenate(row_lo),
+              np.concatenate(row_hi),
+              integer=np.concatenate([np.full(n, integer), np.zeros(k, bool)]))
     h.setOptionValue("time_limit", float(time_limit))
     if integer:
         h.setOptionValue("mip_max_improving_sols", 2)
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n + k, A.shape[0]
-    lp.col_cost_ = np.concatenate([np.zeros(n), -np.ones(k)])
-    lp.col_lower_ = np.concatenate([lo.astype(float), np.zeros(k)])
-    lp.col_upper_ = np.concatenate([hi.astype(float), np.ones(k)])
-    lp.row_lower_ = np.concatenate(row_lo)
-    lp.row_upper_ = np.concatenate(row_hi)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = A.indices.astype(np.int32)
-    lp.a_matrix_.value_ = A.data.astype(float)
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n + k, A.shape[0]
-    if integer:
-        lp.integrality_ = [highspy.HighsVarType.kInteger] * n + \
-            [highspy.HighsVarType.kContinuous] * k
-    h.passModel(lp)
     h.run()
     st, x, _ = _status(h, n + k)
     return st, (None if x is None else x[:n])

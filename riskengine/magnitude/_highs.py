@@ -8,9 +8,8 @@ model on every call; a highspy model is kept alive and re-solved from its last b
 from __future__ import annotations
 
 import highspy
-import numpy as np
-import scipy.sparse as sp
 
+from .._highs_quiet import model as _quiet_model
 from .._highs_quiet import new as _quiet_new
 
 __all__ = ["INF", "Status", "lp_model", "new", "run"]
@@ -26,24 +25,8 @@ def new() -> highspy.Highs:
 
 def lp_model(n_col, A, lower, upper, cost, row_lower=None, row_upper=None) -> highspy.Highs:
     """``min cost x`` over ``row_lower <= A x <= row_upper`` (default ``A x = 0``),
-    ``lower <= x <= upper``, as a loaded model."""
-    h = new()
-    m = A.shape[0]
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n_col, m
-    lp.col_cost_ = np.asarray(cost, float)
-    lp.col_lower_ = np.asarray(lower, float)
-    lp.col_upper_ = np.asarray(upper, float)
-    lp.row_lower_ = np.zeros(m) if row_lower is None else np.asarray(row_lower, float)
-    lp.row_upper_ = np.zeros(m) if row_upper is None else np.asarray(row_upper, float)
-    Ac = sp.csc_matrix(A)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = Ac.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = Ac.indices.astype(np.int32)
-    lp.a_matrix_.value_ = Ac.data.astype(float)
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_col, m
-    h.passModel(lp)
-    return h
+    ``lower <= x <= upper``, as a loaded model (:func:`riskengine._highs_quiet.model`)."""
+    return _quiet_model(n_col, A, lower, upper, cost, row_lower, row_upper)
 
 
 def run(h, what: str = "", accept_infeasible: bool = False):

@@ -220,7 +220,10 @@ def simulate_args(cfg: dict, base: Path) -> dict:
 
 RECONSTRUCT_KEYS = ("seed", "population", "tables", "hierarchies", "protection", "reconstruct")
 _RECON_OPTIONS = ("unit", "level", "prior", "threshold", "max_candidates", "time_limit",
-                  "workers", "scheduler", "bounds")
+                  "workers", "scheduler", "bounds", "coverage")
+_RECON_PROTECTION = ("type", "base", "rule", "distribution", "scale", "clip", "D", "V")
+_PROTECTION_KEYS = {"random_rounding": ("base",), "suppression": ("rule",),
+                    "cell_key": ("D", "V"), "noise": ("distribution", "scale", "clip")}
 _GENERATORS = {"census": ("riskengine.census", "CensusPopulation"),
                "blocks": ("riskengine.census_blocks", "BlockPopulation")}
 
@@ -236,7 +239,9 @@ def reconstruct_args(cfg: dict, base: Path) -> dict:
         [tables]                  # name = [columns]; optional with a generator
         [hierarchies]             # column = "file.hrc" (tau-Argus), for every table
         [protection]              # type = "exact" (default) | "random_rounding" (base)
-        type = "exact"            #        | "suppression" (rule = "freq:3")
+        type = "exact"            #   | "suppression" (rule = "freq:3") | "cell_key" (D, V)
+                                  #   | "noise" (distribution, scale, clip; then
+                                  #     [reconstruct] coverage = 0.99)
         [reconstruct]             # rk.reconstruct's keywords
         unit = "area"
         level = 2
@@ -260,6 +265,7 @@ def reconstruct_args(cfg: dict, base: Path) -> dict:
                          "or 'path' (a CSV of one row per person)")
     if "generator" in pop:
         kind = pop.pop("generator")
+        which = pop.pop("publication", None)
         if kind not in _GENERATORS:
             raise ValueError(f"[population] generator must be one of {sorted(_GENERATORS)}, "
                              f"got {kind!r}")
@@ -271,8 +277,15 @@ def reconstruct_args(cfg: dict, base: Path) -> dict:
             raise ValueError(f"[population]: {exc}") from None
         df = design.generate(np.random.default_rng(seed))
         if tables is None:
-            tables = design.tables()
-            hier = design.hierarchies()
+            if which is None:
+                tables, hier = design.tables(), design.hierarchies()
+            else:
+                try:
+                    tables = design.tables(which)
+                    hier = design.hierarchies(publication=which)
+                except TypeError:
+                    raise ValueError(f"[population] publication: the {kind!r} generator "
+                                     "has one publication only") from None
         describe = f"{design.describe()}, seed {seed}: {len(df)} persons"
     else:
         _keys(pop, ("path",), "[population]")
@@ -295,7 +308,7 @@ def reconstruct_args(cfg: dict, base: Path) -> dict:
             fp = Path(f)
             hier[dim] = Hierarchy.from_hrc(fp if fp.is_absolute() else base / fp)
     ts = TableSet.from_pandas(df, tables, hierarchies=hier)
-    prot = dict(_keys(cfg.get("protection", {"type": "exact"}), ("type", "base", "rule"),
+    prot = dict(_keys(cfg.get("protection", {"type": "exact"}), _RECON_PROTECTION,
                       "[protection]"))
     kind = prot.get("type", "exact")
     rng = np.random.default_rng([seed, 1])
@@ -310,9 +323,22 @@ def reconstruct_args(cfg: dict, base: Path) -> dict:
         from .mechanisms.suppression import suppress
         cls_name, params, _ = rule_spec(str(_need(prot, "rule", "[protection]")))
         publication = suppress(ts, getattr(sensitivity, cls_name)(*params))
+    elif kind == "cell_key":
+        from .mechanisms.cell_key import CellKey, PTable
+        D = _int(prot, "D", 2, 1, "[protection]")
+        publication = CellKey(ptable=PTable.design(D=D, V=float(prot.get("V", D / 2)))
+                              ).protect(ts, rng)
+    elif kind == "noise":
+        from .mechanisms.noise import NoisyCounts
+        publication = NoisyCounts(prot.get("distribution", "geometric"),
+                                  _need(prot, "scale", "[protection]"),
+                                  clip=prot.get("clip", True)).protect(ts, rng)
     else:
-        raise ValueError(f"[protection] type must be exact, random_rounding or suppression, "
-                         f"got {kind!r}")
+        raise ValueError(f"[protection] type must be exact, random_rounding, suppression, "
+                         f"cell_key or noise, got {kind!r}")
+    for key in set(prot) - {"type"} - set(_PROTECTION_KEYS.get(kind, ())):
+        raise ValueError(f"[protection] {key!r} does not apply to type = {kind!r} (it takes "
+                         f"{', '.join(_PROTECTION_KEYS.get(kind, ())) or 'nothing else'})")
     opts = dict(_keys(cfg.get("reconstruct", {}), _RECON_OPTIONS, "[reconstruct]"))
     prior = opts.pop("prior", "none")
     opts["prior"] = None if prior == "none" else _prior(prior, "[reconstruct] prior")

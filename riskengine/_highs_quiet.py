@@ -15,7 +15,7 @@ import ctypes
 import os
 import sys
 
-__all__ = ["c_stdout_silenced", "model", "new"]
+__all__ = ["c_stdout_silenced", "model", "new", "run"]
 
 _quiet = False
 
@@ -85,3 +85,18 @@ def model(n_col, A, lower, upper, cost, row_lower=None, row_upper=None, integer=
         lp.integrality_ = [kinds[bool(b)] for b in integer]
     h.passModel(lp)
     return h
+
+
+def run(h, seconds=None) -> None:
+    """``h.run()`` stopped after ``seconds`` more (None: no limit).
+
+    HiGHS compares its ``time_limit`` with the run time the model has accumulated over
+    every ``run()`` since it was made (``getRunTime``), not with this run's: a model kept
+    alive over many objectives would otherwise stop at once, with "Time limit reached",
+    once its runs added up to the limit.  The limit is set past the time already run."""
+    if seconds is None:
+        h.setOptionValue("time_limit", float("inf"))
+    else:
+        h.setOptionValue("time_limit", float(h.getRunTime()) + float(seconds))
+    h.run()
+

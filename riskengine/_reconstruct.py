@@ -25,12 +25,15 @@ unit without a posterior has no confidence and is left out of the ranking (count
 certainty (the sum of ``lower`` over the persons).
 
 Work splits by **unit** (``unit=`` a dim, ``level=`` its hierarchy's depth: tracts of
-blocks).  A unit's problem keeps the published cells whose records all lie in it; a cell
-spanning several units (a county total) is dropped, as the attack drops it.  That is a
-relaxation: the consistent tables of each unit are a superset of the true ones, so a cell
-certain in its unit is certain (the flag stays sound) and the bounds are outer bounds;
-the dropped cells are counted in ``attrs`` and a posterior under dropped cells is marked
-approximate.  With ``unit=None`` the units are the connected parts of the system (no
+blocks).  A unit's problem keeps the published cells whose records all lie in it.  A cell
+spanning several units (a county total) is *implied* when its cells in each unit are
+exactly those of a published cell kept there and those cells' values add up to its own
+(checked cell by cell; ``attrs["implied_cells"]``): leaving it out loses nothing, and a
+contradiction is refused (:class:`~riskengine.inference.certify.NoTable`).  Any other
+spanning cell is dropped, as the attack drops it.  That is a relaxation: the consistent
+tables of each unit are a superset of the true ones, so a cell certain in its unit is
+certain (the flag stays sound) and the bounds are outer bounds; the dropped cells are
+counted in ``attrs`` and a posterior under dropped cells is marked approximate.  With ``unit=None`` the units are the connected parts of the system (no
 cell dropped: exact).  Units run serially, on a process pool (``workers=``) or on dask
 (``scheduler=``); with ``out=`` each unit's result is written as it finishes and a rerun
 resumes (:mod:`riskengine._units`).
@@ -163,7 +166,9 @@ class _Publication:
     """Published numbers of a set: every published cell's window [low, high] (equal:
     exactly published), the finest cells' truth where known, the system."""
 
-    def __init__(self, x):
+    coverage = None                  # a noisy release: Pr(every noise within its window)
+
+    def __init__(self, x, coverage=None):
         from .table import Table
         from .table_set import TableSet, TableSetRelease
         if isinstance(x, Table):
@@ -180,6 +185,9 @@ class _Publication:
             self.low, self.high = vals.copy(), vals.copy()
             fin = x.values[: s.n_interior]
             self.truth = None if np.isnan(fin).any() else np.rint(fin).astype(np.int64)
+            if coverage is not None:
+                raise ValueError("coverage= is for releases with unbounded noise "
+                                 "(rk.NoisyCounts); these tables are published exactly")
             self.what = "exactly published tables"
             self.mechanism = "exact"
             self.tableset = x
@@ -205,13 +213,31 @@ class _Publication:
                              "p-table's perturbations of its original (the hull of the "
                              "originals it can come from; the keys' dependence between "
                              "cells is not used: certainty stays sound, bounds are outer)")
+            elif name == "noisy_counts":
+                if coverage is None:
+                    raise ValueError(
+                        f"{x.mechanism.describe()} has no hard window on any cell: give "
+                        "coverage= (e.g. 0.999), the least probability that every "
+                        "published cell's noise lies within the windows reconstruct "
+                        "bounds; then 'certain' holds with that probability over the "
+                        "noise (or take its posterior: rk.posterior(release, prior))")
+                self.low, self.high, w = _noise_windows(x.mechanism.base, vals, s,
+                                                        coverage)
+                self.coverage = coverage
+                self.what = (f"{x.mechanism.describe()}: every published cell within "
+                             f"{w} of its original, which holds for all "
+                             f"{int((~np.isnan(vals)).sum())} "
+                             f"published cells at once with probability >= {coverage:g} "
+                             "over the noise (union bound): certainty and bounds hold "
+                             "with that probability")
             else:
                 raise ValueError(
-                    f"reconstruct bounds exactly published, suppressed, randomly rounded "
-                    f"and cell-key "
-                    f"perturbed table sets; a {name} release has no hard window on every "
-                    "cell: its "
-                    "posterior is rk.posterior(release, prior)")
+                    f"reconstruct bounds exactly published, suppressed, randomly rounded, "
+                    f"cell-key perturbed and noisy (with coverage=) table sets, not a "
+                    f"{name} release: its posterior is rk.posterior(release, prior)")
+            if coverage is not None and name != "noisy_counts":
+                raise ValueError(f"coverage= is for releases with unbounded noise "
+                                 f"(rk.NoisyCounts); a {name} release has hard windows")
             self.truth = None
             self.mechanism = name
             self.tableset = x.tableset
@@ -226,6 +252,43 @@ class _Publication:
             j = int(np.argmax(bad))
             raise ValueError(f"the published cell {s.labels()[j]} is {vals[j]:g}: a count "
                              "must be a nonnegative integer")
+
+
+def _noise_windows(mech, vals, s, coverage) -> tuple:
+    """Windows [low, high] of the originals of a noisy release (NaN where not
+    published) and their half-width ``w``: the least ``w`` with Pr(|noise| > w) <= (1 -
+    coverage) / n for each of the n published cells, so that every noise lies within
+    +-w with probability >= ``coverage`` (union bound); a clipped published 0 says
+    original + noise <= 0, i.e. original in [0, w] on the same event."""
+    from .inference.certify import NoTable
+    from .mechanisms.noise import _Noise
+    coverage = V.probability(coverage, "coverage")
+    if not 0.0 < coverage < 1.0:
+        raise ValueError(f"coverage must lie in (0, 1): the probability that every noise "
+                         f"lies in its window, got {coverage!r}")
+    idx = np.flatnonzero(~np.isnan(vals))
+    noise = _Noise(mech.distribution, mech.scale)
+    per = (1.0 - coverage) / max(idx.size, 1)
+    # Pr(|noise| > w) = 2 Pr(noise <= -(w + 1)) by symmetry, over w = 0 .. a reach past it
+    top = noise.reach(per / 4) + 2
+    w = np.arange(top + 1)
+    two_sided = np.log(2.0) + noise.log_lower_tail(-(w + 1))
+    ok = np.flatnonzero(two_sided <= np.log(per))
+    if not ok.size:                  # never: the reach's mass beyond is below per / 4
+        raise RuntimeError(f"internal error: no window of the noise within {top}")
+    half = int(ok[0])
+    low = np.full(vals.shape, np.nan)
+    high = np.full(vals.shape, np.nan)
+    y = np.rint(vals[idx])
+    low[idx] = np.maximum(y - half, 0)
+    high[idx] = np.where((y <= 0) & mech.clip, half, y + half)
+    empty = high[idx] < low[idx]
+    if empty.any():
+        j = idx[int(np.argmax(empty))]
+        raise NoTable(f"the published cell {s.labels()[j]} ({vals[j]:g}) lies more than "
+                      f"{half} below 0: no nonnegative original within the windows of "
+                      f"coverage {coverage:g}")
+    return low, high, half
 
 
 def _ptable_windows(pt, vals, s) -> tuple:
@@ -317,7 +380,7 @@ def _components(pub) -> np.ndarray:
 def reconstruct(release, prior=None, *, unit=None, level=None, bounds="exact",
                 threshold: float = 0.95, max_candidates: float = MAX_CANDIDATES,
                 time_limit: float = 60.0, out=None, workers=None, scheduler=None,
-                progress=None, memory=None, truth=None) -> xr.Dataset:
+                progress=None, memory=None, truth=None, coverage=None) -> xr.Dataset:
     """Which persons an intruder rebuilds from a publication, with certainty or with a
     given confidence (see the module).
 
@@ -363,6 +426,14 @@ def reconstruct(release, prior=None, *, unit=None, level=None, bounds="exact",
     memory : int or str, optional
         The memory budget per unit (default: half the machine's available memory); a unit
         estimated past it is refused before anything runs.
+    coverage : float, optional
+        For a release with unbounded noise (``rk.NoisyCounts``, geometric or discrete
+        Gaussian) only, where nothing is certain: the least probability, over the noise,
+        that every published cell's original lies within its window (published value
+        +- w, the least ``w`` with Pr(|noise| > w) <= (1 - coverage) / n for the n
+        published cells: a union bound).  ``certain``, the bounds and the certain
+        records then hold with at least that probability (a confidence statement over
+        the noise, ``attrs["coverage"]``), not always.
     truth : rk.TableSet or xarray.DataArray, optional
         The real finest table the claims are scored against, when it is not the one the
         tables were made from (a publication of swapped records: the original records'
@@ -378,7 +449,10 @@ def reconstruct(release, prior=None, *, unit=None, level=None, bounds="exact",
         holds at least k persons", ranked by confidence): ``record_cell``,
         ``record_k``, ``confidence``, ``record_certain`` (and ``record_true``).  Its
         ``attrs`` give the shares of persons reconstructed with certainty and with
-        confidence >= ``threshold``, the units, what was dropped and the work done.
+        confidence >= ``threshold``, the units, the spanning cells implied
+        (``implied_cells``) and dropped (``dropped_cells``), what "certain" means
+        (``certainty``: "proven", or with probability >= ``coverage`` over the noise)
+        and the work done.
 
     Examples
     --------
@@ -399,7 +473,7 @@ def reconstruct(release, prior=None, *, unit=None, level=None, bounds="exact",
     (4, 6)
     """
     from ._units import run_units
-    pub = _Publication(release)
+    pub = _Publication(release, coverage)
     s = pub.system
     n_fin = s.n_interior
     threshold = V.probability(threshold, "threshold")
@@ -417,12 +491,18 @@ def reconstruct(release, prior=None, *, unit=None, level=None, bounds="exact",
     n_units = int(unit_of.max()) + 1 if n_fin else 0
     if names is None:
         names = [f"part{i + 1}" for i in range(n_units)]
-    tasks, fixed, dropped = _tasks(pub, prior, unit_of, names, bounds, time_limit,
-                                   max_candidates, memory)
+    tasks, fixed, dropped, meta = _tasks(pub, prior, unit_of, names, bounds, time_limit,
+                                         max_candidates, memory)
     results = run_units(tasks, solve_unit, out=out, workers=workers, scheduler=scheduler,
                         progress=progress)
     ds = _assemble(pub, prior, tasks, results, fixed, unit_of, names, dropped, threshold,
                    unit is not None)
+    ds.attrs["implied_cells"] = meta["implied"]
+    if meta["implied"] and not dropped:
+        ds.attrs["implied_note"] = (
+            f"{meta['implied']} published cells span several units; each is the sum of "
+            "published cells of the units it spans (checked cell by cell, values "
+            "included), so leaving it out of the units loses nothing: exact")
     if truth is not None:
         _score(ds, truth, threshold)
     if unit is not None:
@@ -511,7 +591,16 @@ def _tasks(pub, prior, unit_of, names, bounds, time_limit, max_candidates, memor
         u_min[has] = np.minimum.reduceat(cu[Mu.indices], starts)
         u_max[has] = np.maximum.reduceat(cu[Mu.indices], starts)
     row_unit = np.where(has & (u_min == u_max), u_min, -1)
-    dropped = agg[has & (u_min != u_max)].tolist()
+    across = np.flatnonzero(has & (u_min != u_max))
+    implied = _implied(Mu, rlo, rhi, cu, across, row_unit, n_units=len(names))
+    bad = implied == -1
+    if bad.any():
+        j = agg[across[int(np.argmax(bad))]]
+        raise NoTable(f"the published cell {labels[j]} ({low[j]:g}) is not the sum of the "
+                      "published cells of the units it spans: no table is consistent "
+                      "with the publication")
+    dropped = agg[across[implied == 0]].tolist()
+    meta = {"implied": int((implied == 1).sum())}
     tasks = []
     cap = budget(memory)
     for u, name in enumerate(names):
@@ -529,7 +618,56 @@ def _tasks(pub, prior, unit_of, names, bounds, time_limit, max_candidates, memor
                               f"{fmt_bytes(cap)}: split it finer (unit=, level=)")
         t.meta["memory"] = need
         tasks.append(t)
-    return tasks, fixed, dropped
+    return tasks, fixed, dropped, meta
+
+
+def _implied(Mu, rlo, rhi, cu, across, row_unit, n_units) -> np.ndarray:
+    """Per row of ``across`` (rows whose unknown cells span several units): 1 when the
+    rows kept in the units imply it -- its unknown cells in each unit are exactly those
+    of a kept row, and the sum of those rows' windows lies inside its own (a county cell
+    that is the sum of published tract cells: dropping it loses nothing); -1 when they
+    contradict it (the sums' windows miss its own: no consistent table); 0 otherwise (a
+    relaxation).  Matched by a random signature of the cell sets, then checked cell by
+    cell."""
+    out = np.zeros(across.size, np.int64)
+    if not across.size:
+        return out
+    n_unk = Mu.shape[1]
+    w = np.random.default_rng(0x5EED).integers(1, 2 ** 31, size=n_unk).astype(np.float64)
+    cnt = np.diff(Mu.indptr)
+    sig = Mu @ w                      # exact in float64: below 2^31 x 2^21 members
+    kept = np.flatnonzero(row_unit >= 0)
+    if not kept.size:
+        return out
+    first = {}
+    for r, key in zip(kept.tolist(), zip(row_unit[kept].tolist(), cnt[kept].tolist(),
+                                         sig[kept].tolist())):
+        first.setdefault(key, r)
+    D = Mu[across].tocoo()
+    pu = cu[D.col]
+    code = D.row.astype(np.int64) * n_units + pu
+    parts, inv = np.unique(code, return_inverse=True)
+    psig = np.bincount(inv, weights=w[D.col])
+    pcnt = np.bincount(inv)
+    prow, punit = parts // n_units, parts % n_units
+    match = np.array([first.get(k, -1) for k in zip(punit.tolist(), pcnt.tolist(),
+                                                    psig.tolist())], np.int64)
+    ok = match >= 0
+    # exact check: every cell of a part lies in its matched row (same count: same set)
+    K = Mu[kept].tocoo()
+    keys = np.sort(kept[K.row].astype(np.int64) * n_unk + K.col)
+    q = np.where(ok[inv], match[inv], 0).astype(np.int64) * n_unk + D.col
+    pos = np.minimum(np.searchsorted(keys, q), keys.size - 1)
+    hit = keys[pos] == q
+    ok &= np.bincount(inv, weights=~hit & ok[inv], minlength=parts.size) == 0
+    all_ok = np.bincount(prow, weights=~ok, minlength=across.size) == 0
+    m = np.where(ok, match, 0)
+    slo = np.bincount(prow, weights=np.where(ok, rlo[m], 0), minlength=across.size)
+    shi = np.bincount(prow, weights=np.where(ok, rhi[m], 0), minlength=across.size)
+    dlo, dhi = rlo[across], rhi[across]
+    out[all_ok & (slo >= dlo) & (shi <= dhi)] = 1
+    out[all_ok & ((shi < dlo) | (slo > dhi))] = -1
+    return out
 
 
 def _task_memory(t) -> float:
@@ -662,7 +800,11 @@ def _assemble(pub, prior, tasks, results, fixed, unit_of, names, dropped, thresh
         "integer_programs": int(sum(r["n_programs"] for r in results)),
         "seconds": float(sum(r["seconds"] for r in results)),
         "exact_bounds": int(exact.all()),
+        "certainty": ("proven" if pub.coverage is None else
+                      f"with probability >= {pub.coverage:g} over the noise"),
     }
+    if pub.coverage is not None:
+        attrs["coverage"] = pub.coverage
     if dropped:
         labels = s.labels()
         attrs["dropped_note"] = (

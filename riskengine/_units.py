@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -198,9 +199,15 @@ def _run_dask(tasks, fn, todo, scheduler, retries, finish) -> None:
     from .inference._chains import close_client, dask_client
     client, owned = dask_client(_check_scheduler(scheduler))
     try:
-        futs = {client.submit(fn, tasks[i], pure=False, retries=int(retries),
-                              key=f"unit-{i}-{_safe(tasks[i].key)}-{tasks[i].digest()[:8]}"): i
-                for i in todo}
+        # each unit's arrays travel with its task (not scattered to one worker first): a
+        # killed worker's units are sent again; dask's "large graph" warning says so
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sending large graph",
+                                    category=UserWarning)
+            futs = {client.submit(fn, tasks[i], pure=False, retries=int(retries),
+                                  key=f"unit-{i}-{_safe(tasks[i].key)}-"
+                                      f"{tasks[i].digest()[:8]}"): i
+                    for i in todo}
         for f in distributed.as_completed(futs):
             i = futs[f]
             try:

@@ -26,7 +26,8 @@ The model:
   blocks) holds about 18,000 persons (``layout_seed=0``: 532 blocks; one population of
   them 19,236 persons).  Its :meth:`~BlockPopulation.tables` make a
   :class:`riskengine.TableSet` of 532 x 2 x 23 x 2 x 6 x 2 finest cells (about 670,000
-  cells in all), built in about 10 s; a design of a few tracts builds in well under 1 s.
+  cells in all), built in about 10 s (the richer ``tables("sf1")``: 427,014 published
+  cells, about 25 s and 1.6 GB); a design of a few tracts builds in well under 1 s.
 * **Age** in the 23 bands of the 2010 table P12 (:data:`AGE_BANDS`), with about the 2010
   national shares (:data:`AGE_SHARES`; 24 % below 18), the same in every tract; the
   derived ``voting_age`` is ``"<18"`` for the bands below 18, else ``"18+"``.
@@ -96,6 +97,27 @@ RACE_SHARES = (0.724, 0.126, 0.009, 0.048, 0.002, 0.091)      # 2010; Other incl
 HISPANIC = ("H", "N")
 VOTING_AGE = ("18+", "<18")
 LEVELS = ("county", "tract", "block")
+PUBLICATIONS = ("basic", "sf1")
+# the "sf1" publication: each definition and the 2010 SF1 tables it stands for
+_SF1 = {"P1_block_total": ["block"],
+        "P3_block_race": ["block", "race"],
+        "P4_block_hisp": ["block", "hispanic"],
+        "P5_block_hisp_race": ["block", "race", "hispanic"],
+        "P10_block_votingage_race": ["block", "age", "race"],
+        "P11_block_votingage_race_hisp": ["block", "age", "race", "hispanic"],
+        "P12_block_sex_age": ["block", "sex", "age"],
+        "P12AF_block_sex_age_race": ["block", "sex", "age", "race"],
+        "P12H_block_sex_age_hisp": ["block", "sex", "age", "hispanic"],
+        "PCT12_tract_sex_age_race_hisp": ["block", "sex", "age", "race", "hispanic"]}
+SF1_TABLES = {"P1_block_total": ("P1",), "P3_block_race": ("P3",),
+              "P4_block_hisp": ("P4",), "P5_block_hisp_race": ("P5",),
+              "P10_block_votingage_race": ("P10",),
+              "P11_block_votingage_race_hisp": ("P11",),
+              "P12_block_sex_age": ("P12",),
+              "P12AF_block_sex_age_race": ("P12A", "P12B", "P12C", "P12D", "P12E", "P12F"),
+              "P12H_block_sex_age_hisp": ("P12H",),
+              "PCT12_tract_sex_age_race_hisp": ("PCT12H", "PCT12I", "PCT12J", "PCT12K",
+                                                "PCT12L", "PCT12M", "PCT12N")}
 
 _STREAM_SIZES, _STREAM_AGE_SEX, _STREAM_RACE, _STREAM_HISPANIC = 0, 1, 2, 3
 _STREAM_LAYOUT = 0
@@ -281,34 +303,59 @@ class BlockPopulation:
 
     # --- tables --------------------------------------------------------------------
 
-    def tables(self) -> dict:
+    def tables(self, publication: str = "basic") -> dict:
         """SF1-style table definitions for :meth:`riskengine.TableSet.from_pandas`.
 
-        Named after the 2010 Summary File 1 tables they model: ``P1`` (total
-        population) and ``P12`` (sex by age) by block; ``P11`` by block (Hispanic origin
-        by race for the population 18 and over; with its ``"<18"`` half and the
-        margins, also P8-P10's race counts); by tract ``P12A-G`` (sex by age for each
-        race, here six groups) and ``P12H`` (sex by age, Hispanic, with its non-Hispanic
-        complement).
+        Parameters
+        ----------
+        publication : {"basic", "sf1"}, default "basic"
+            Which publication (:data:`PUBLICATIONS`).
+
+            ``"basic"`` (5 definitions, 10 SF1 tables): ``P1`` (total population) and
+            ``P12`` (sex by age) by block; ``P11`` by block (Hispanic origin by race for
+            the population 18 and over); by tract ``P12A-F`` (sex by age for each race,
+            here six groups, as one definition) and ``P12H`` (sex by age, Hispanic, with
+            its non-Hispanic complement).
+
+            ``"sf1"`` (10 definitions, 21 SF1 tables; :data:`SF1_TABLES` maps each
+            definition to the 2010 tables it stands for): by block ``P1``, ``P3``
+            (race), ``P4`` (Hispanic origin), ``P5`` (Hispanic origin by race),
+            ``P10`` (race, 18 and over, with its under-18 complement), ``P11``, ``P12``,
+            ``P12A-F`` (six tables as one definition: sex by age by race) and ``P12H``;
+            by tract ``PCT12H-N`` (sex by age by race by Hispanic origin: the
+            Hispanic table and one non-Hispanic table per race, as one definition; the
+            2010 tables count single years of age, here the 23 bands).  This is the
+            block-level detail the 2010 reconstruction attack used (Abowd et al. 2023:
+            P12A-I at block level, PCT12 at tract level).
 
         The geography of every table is the ``block`` column; the tract tables are cut
         at tract level by their hierarchy (:meth:`hierarchies`), so their cells are the
         tract subtotals of the same records as the block tables' -- one set of
         equations linking block and tract cells.  Voting age is a grouping of ``age``,
         not a variable of its own: the P12 tables' age hierarchy groups the 23 bands
-        into ``"<18"`` and ``"18+"``, and P11 counts ages at that level (its cells are
-        those subtotals), so the finest cells have no structural zeros.  The categories
-        of sex, race and Hispanic origin are those of the data (``from_pandas``): a small
-        population may lack e.g. ``"NHPI"``.
+        into ``"<18"`` and ``"18+"``, and P10/P11 count ages at that level (their cells
+        are those subtotals), so the finest cells have no structural zeros.  The
+        categories of sex, race and Hispanic origin are those of the data
+        (``from_pandas``): a small population may lack e.g. ``"NHPI"``.
 
         Returns
         -------
         dict
-            ``{"P1_block_total": ["block"], "P12_block_sex_age": ["block", "sex",
-            "age"], "P11_block_votingage_race_hisp": ["block", "age", "race",
-            "hispanic"], "P12_tract_sex_age_race": ["block", "sex", "age", "race"],
+            ``{name: [columns]}``; for ``"basic"``: ``{"P1_block_total": ["block"],
+            "P12_block_sex_age": ["block", "sex", "age"],
+            "P11_block_votingage_race_hisp": ["block", "age", "race", "hispanic"],
+            "P12_tract_sex_age_race": ["block", "sex", "age", "race"],
             "P12_tract_sex_age_hisp": ["block", "sex", "age", "hispanic"]}``.
+
+        Examples
+        --------
+        >>> pop = BlockPopulation(tracts=1, blocks=2)
+        >>> len(pop.tables("sf1")), sum(len(v) for v in SF1_TABLES.values())
+        (10, 21)
         """
+        V.choice(publication, "publication", PUBLICATIONS)
+        if publication == "sf1":
+            return {name: list(cols) for name, cols in _SF1.items()}
         return {"P1_block_total": ["block"],
                 "P12_block_sex_age": ["block", "sex", "age"],
                 "P11_block_votingage_race_hisp": ["block", "age", "race", "hispanic"],
@@ -334,29 +381,31 @@ class BlockPopulation:
         return Hierarchy({"<18": {a: {} for a in minor}, "18+": {a: {} for a in adult}},
                          total=total, name="age")
 
-    def hierarchies(self, total="Total") -> dict:
+    def hierarchies(self, total="Total", publication: str = "basic") -> dict:
         """The per-table hierarchies of :meth:`tables`, for ``TableSet.from_pandas``.
 
         Parameters
         ----------
         total : hashable, default "Total"
             The code of the root.
+        publication : {"basic", "sf1"}, default "basic"
+            As for :meth:`tables`.
 
         Returns
         -------
         dict
             ``{table: {"block": rk.Hierarchy, "age": rk.Hierarchy}}``: the full
-            geography for the block tables, the geography down to tracts for the
-            ``P12_tract_*`` tables; age by band under voting age for the P12 tables,
-            voting age alone for P11.
+            geography for the block tables, the geography down to tracts for the tract
+            tables (``_tract_`` in the name); age by band under voting age for the P12
+            tables, voting age alone for P10 and P11.
         """
         full = self.hierarchy("block", total=total)
         tract = self.hierarchy("tract", total=total)
         out = {}
-        for name, cols in self.tables().items():
+        for name, cols in self.tables(publication).items():
             h = {"block": tract if "_tract_" in name else full}
             if "age" in cols:
-                h["age"] = self.age_hierarchy(name.startswith("P11"), total=total)
+                h["age"] = self.age_hierarchy(name.startswith(("P10", "P11")), total=total)
             out[name] = h
         return out
 

@@ -49,8 +49,12 @@ def cmd_reconstruct(args) -> int:
           f"{a['integer_programs']} integer programs, {a['seconds']:.1f} s of work")
     if a.get("dropped_note"):
         print(f"note: {a['dropped_note']}")
+    elif a.get("implied_note"):
+        print(f"note: {a['implied_note']}")
     print(f"persons: {a['persons']}; reconstructed with certainty: {a['persons_certain']} "
           f"({100 * a['share_certain']:.1f} %)")
+    if "coverage" in a:
+        print(f"PROBABILISTIC: certain {a['certainty']}, not always ({a['what']})")
     print(f"finest cells: {a['cells']}, unknown {a['cells_unknown']}, certain "
           f"{a['cells_certain']}")
     if "areas" in a:

@@ -18,9 +18,12 @@ sums; windows for rounded or noisy ones).  The work, by mixed-integer programs (
    is off every end some LP point is off, so it splits them into candidates that may
    move and the rest; one simplex LP moving as many of the rest as it can
    (``max sum t_j``, ``t_j <= x_j - lo_j``, ``t_j <= 1``) with an optimum below 1 proves
-   them all certain at once.  The candidates go to integer programs that must move at
-   least one of them (``sum t_j >= 1``): infeasible proves every one certain, a table
-   found removes the cells it moves, and it repeats.  Then **exclusion** for the cells
+   them all certain at once.  Each candidate is then pushed off its end by the LP alone
+   (``max x_j`` from the last basis, a few primal simplex pivots): the rows are sums over
+   nested codes, so that vertex is often an integer table -- checked exactly, it moves
+   the candidate (and others) with no integer program.  The candidates left go to
+   integer programs that must move at least one of them (``sum t_j >= 1``): infeasible
+   proves every one certain, a table found removes the cells it moves, and it repeats.  Then **exclusion** for the cells
    ``U`` the pool has never seen move that are inside their box: one program asks for a
    consistent table that differs from ``x0`` in at least one cell of ``U`` (binaries
    ``up_j``: ``x_j >= x0_j + 1``, ``down_j``: ``x_j <= x0_j - 1``, their sum at least 1);
@@ -41,11 +44,15 @@ Every solution HiGHS returns is rounded and checked in integer arithmetic agains
 row and box bound before it is used (a tolerance-sized violation would otherwise make a
 certain cell look uncertain, or worse): a failed check raises.
 
+Every model kept alive over many objectives gets each run's own time limit
+(:func:`riskengine._highs_quiet.run`: HiGHS's clock adds up over a model's runs).
+
 Cost (measured, benchmarks/RESULTS.md "Issue 32"): a tract of 8 blocks (2,944 cells)
 takes 20 programs and 8 s with ``bounds="lp"``, 68 programs and 22 s with ``"exact"``; a
 tract of 34 blocks (12,512 cells) about 25 programs of about 2.5 s that each move one in
 three of the remaining candidates.  Windows on every row (rounding, cell key) make far
-more candidates, which the integer programs then move one at a time.
+more candidates; most are moved by LP vertices, the rest by integer programs that move
+one or two at a time.
 """
 
 from __future__ import annotations
@@ -60,6 +67,9 @@ __all__ = ["IntegerBounds", "NoTable", "integer_bounds"]
 
 #: seconds one program may take before its answer is taken as undecided / an outer bound
 TIME_LIMIT = 60.0
+#: LP vertices tried before their rate of success is judged, and the least rate (one in
+#: _VERTEX_RATE) at which they go on
+_VERTEX_TRIES, _VERTEX_RATE = 30, 10
 
 
 class NoTable(ValueError):
@@ -110,13 +120,15 @@ class _Model:
                            integer=np.full(self.n, integer))
         h.setOptionValue("mip_rel_gap", 0.0)
         h.setOptionValue("mip_abs_gap", 0.999)
-        h.setOptionValue("time_limit", float(time_limit))
+        self.time_limit = float(time_limit)
         self.cost = np.zeros(self.n)
         self.n_programs = 0
 
     def solve(self, cost, sense_max=False):
         """(status, x or None, dual bound): status 'optimal', 'infeasible' or 'limit'."""
         import highspy
+
+        from .._highs_quiet import run
         h = self.h
         cost = np.asarray(cost, float)
         ch = np.flatnonzero(cost != self.cost)
@@ -125,7 +137,7 @@ class _Model:
             self.cost = cost.copy()
         h.changeObjectiveSense(highspy.ObjSense.kMaximize if sense_max
                                else highspy.ObjSense.kMinimize)
-        h.run()
+        run(h, self.time_limit)        # this run's limit (HiGHS's own clock accumulates)
         if self.integer:
             self.n_programs += 1
         return _status(h, self.n)
@@ -156,6 +168,18 @@ class _Checker:
     def __init__(self, R, rlo, rhi, lo, hi):
         self.R = sp.csr_matrix(R, dtype=np.int64)
         self.rlo, self.rhi, self.lo, self.hi = rlo, rhi, lo, hi
+
+    def integral(self, x):
+        """``x`` rounded when it is an integer table meeting every row and box bound
+        exactly (an LP vertex that happens to be one), else None."""
+        xi = np.rint(x).astype(np.int64)
+        if np.abs(x - xi).max(initial=0.0) > 1e-7:
+            return None
+        r = self.R @ xi
+        if (xi < self.lo).any() or (xi > self.hi).any() or (r < self.rlo).any() or \
+                (r > self.rhi).any():
+            return None
+        return xi
 
     def __call__(self, x) -> np.ndarray:
         xi = np.rint(x).astype(np.int64)
@@ -279,6 +303,28 @@ def integer_bounds(rows, row_lower, row_upper, lo, hi, *, bounds: bool = True,
             moved = gap > 1e-7
             pending = np.union1d(pending, U[moved])
             U = U[~moved]
+        # an LP vertex pushing one pending cell off its end is often integral where the
+        # rows are windows (rounding, noise): such a vertex is a consistent table, found
+        # by a few warm simplex pivots instead of an integer program.  Tried while it
+        # pays: past _VERTEX_TRIES tries, it stops once fewer than one in _VERTEX_RATE
+        # moved its cell (exact sums rarely give an integral vertex)
+        tries = hits = 0
+        for j in pending:
+            if tries >= _VERTEX_TRIES and hits * _VERTEX_RATE < tries:
+                break
+            if (seen_hi[j] > lo[j]) if end == "low" else (seen_lo[j] < hi[j]):
+                continue                          # an earlier vertex moved it already
+            cost = np.zeros(n)
+            cost[j] = 1.0
+            st, y, _ = relax.solve(cost, sense_max=(end == "low"))
+            yi = check.integral(y) if st == "optimal" and y is not None else None
+            tries += 1
+            if yi is not None and ((yi[j] > lo[j]) if end == "low" else (yi[j] < hi[j])):
+                see(yi)
+                hits += 1
+        still = (seen_hi[pending] == lo[pending]) if end == "low" else \
+            (seen_lo[pending] == hi[pending])
+        pending = pending[still]
         while pending.size:
             # the cells proven certain are fixed: the programs shrink to the rest
             flo, fhi = np.where(certain, x0, lo), np.where(certain, x0, hi)
@@ -336,6 +382,9 @@ def integer_bounds(rows, row_lower, row_upper, lo, hi, *, bounds: bool = True,
                 cost[j] = 1.0
                 st, y, _ = relax.solve(cost, sense_max=(side == "upper"))
                 if st == "optimal":      # the LP bound, rounded inward, already seen: exact
+                    yi = None if y is None else check.integral(y)
+                    if yi is not None:   # an integer vertex: a table reaching the bound
+                        see(yi)
                     v = relax.objective()
                     if (side == "lower" and np.ceil(v - 1e-6) >= seen_lo[j]) or \
                             (side == "upper" and np.floor(v + 1e-6) <= seen_hi[j]):
@@ -379,7 +428,7 @@ def _exclusion(R, rlo, rhi, lo, hi, x0, U, time_limit):
     """One exclusion program (see the module): ('infeasible', None) or (status, table)."""
     import highspy
 
-    from .._highs_quiet import model
+    from .._highs_quiet import model, run
     n = R.shape[1]
     up_ok = U[x0[U] < hi[U]]
     dn_ok = U[x0[U] > lo[U]]
@@ -416,10 +465,9 @@ def _exclusion(R, rlo, rhi, lo, hi, x0, U, time_limit):
     h = model(ncol, A, np.concatenate([lo, np.zeros(nb)]), np.concatenate([hi, np.ones(nb)]),
               np.concatenate([np.zeros(n), -np.ones(nb)]), row_lo, row_hi,
               integer=np.ones(ncol, bool))
-    h.setOptionValue("time_limit", float(time_limit))
     # move as many undecided cells as a few improving solutions reach: fewer rounds
     h.setOptionValue("mip_max_improving_sols", 3)
-    h.run()
+    run(h, time_limit)
     st, x, _ = _status(h, ncol)
     return st, (None if x is None else x[:n])
 
@@ -444,7 +492,7 @@ def _spread(R, rlo, rhi, lo, hi, cells, end, time_limit, integer):
     couple of improving solutions reach, or ('infeasible', None): every one certain."""
     import highspy
 
-    from .._highs_quiet import model
+    from .._highs_quiet import model, run
     n = R.shape[1]
     m = R.shape[0]
     k = cells.size
@@ -467,9 +515,8 @@ def _spread(R, rlo, rhi, lo, hi, cells, end, time_limit, integer):
               np.concatenate([np.zeros(n), -np.ones(k)]), np.concatenate(row_lo),
               np.concatenate(row_hi),
               integer=np.concatenate([np.full(n, integer), np.zeros(k, bool)]))
-    h.setOptionValue("time_limit", float(time_limit))
     if integer:
         h.setOptionValue("mip_max_improving_sols", 2)
-    h.run()
+    run(h, time_limit)
     st, x, _ = _status(h, n + k)
     return st, (None if x is None else x[:n])

@@ -11,6 +11,7 @@ import highspy
 
 from .._highs_quiet import model as _quiet_model
 from .._highs_quiet import new as _quiet_new
+from .._highs_quiet import run as _quiet_run
 
 __all__ = ["INF", "Status", "lp_model", "new", "run"]
 
@@ -33,14 +34,15 @@ def run(h, what: str = "", accept_infeasible: bool = False):
     """Solve; on anything but an optimum, once more from scratch (a warm start can
     leave HiGHS with status "unknown").  None on success, else the model status.
     ``accept_infeasible``: trust an infeasibility found from a warm start (where a wrong
-    "infeasible" only costs optimality, never protection)."""
-    h.run()
+    "infeasible" only costs optimality, never protection).  No time limit (one an earlier
+    run set on the model is lifted)."""
+    _quiet_run(h, None)
     st = h.getModelStatus()
     if accept_infeasible and st == Status.kInfeasible:
         return st
     if st != Status.kOptimal:
         h.clearSolver()
-        h.run()
+        _quiet_run(h, None)
         st = h.getModelStatus()
         if st != Status.kOptimal:
             return st

@@ -224,6 +224,33 @@ def test_table_set_links_tract_and_block_tables(small_pop):
     assert ts.values[j] == (df["tract"] == "C1T2").sum()
 
 
+def test_sf1_publication_counts_the_records(small_pop):
+    """The "sf1" publication: 10 definitions for 21 SF1 tables; every cell of every table
+    equals the count of its records (block tables by block, PCT12 by tract, P10/P11 by
+    voting age), read by label."""
+    from riskengine.census_blocks import SF1_TABLES
+    pop, df = small_pop
+    tables = pop.tables("sf1")
+    assert len(tables) == 10 and set(tables) == set(SF1_TABLES)
+    assert sum(len(v) for v in SF1_TABLES.values()) == 21
+    ts = rk.TableSet.from_pandas(df, tables, hierarchies=pop.hierarchies(publication="sf1"))
+    geo = {"block": "block", "tract": "tract"}
+    for name, cols in tables.items():
+        t = ts.tables[name]
+        assert t.dims == tuple(cols)
+        by = [geo["tract" if "_tract_" in name else "block"]] + [
+            ("voting_age" if (c == "age" and name.startswith(("P10", "P11"))) else c)
+            for c in cols[1:]]
+        counts = df.groupby(by).size()
+        got = _frame(t)
+        assert int(got.sum()) == len(df)
+        for key, n in counts.items():
+            assert got[key if isinstance(key, tuple) else (key,)] == n, (name, key)
+        assert int(got.sum()) == int(counts.sum())
+    with pytest.raises(ValueError, match="publication"):
+        pop.tables("sf2")
+
+
 def test_voting_age_cells_below_18_are_structural_zeros(small_pop):
     _, df = small_pop
     minor = df["age"].isin(AGE_BANDS[:4])

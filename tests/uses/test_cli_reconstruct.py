@@ -53,11 +53,33 @@ def test_own_config_with_microdata_and_rounding(tmp_path, capsys):
         assert int(ds.attrs["exact_bounds"]) == 1
 
 
+def test_sf1_publication_with_noise_and_coverage(tmp_path, capsys):
+    (tmp_path / "recon.toml").write_text(
+        'seed = 2\n[population]\ngenerator = "blocks"\npublication = "sf1"\ntracts = 1\n'
+        'blocks = 2\npersons = [3, 6]\n'
+        '[protection]\ntype = "noise"\ndistribution = "discrete_gaussian"\nscale = 0.3\n'
+        '[reconstruct]\nunit = "block"\nlevel = 2\ncoverage = 0.99\nbounds = "lp"\n')
+    assert main(["reconstruct", str(tmp_path / "recon.toml"), "--out",
+                 str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "PROBABILISTIC: certain with probability >= 0.99 over the noise" in out
+    assert "P12AF_block_sex_age_race" in out and "PCT12_tract_sex_age_race_hisp" in out
+    with xr.open_dataset(tmp_path / "o" / "reconstruct.nc", engine="scipy") as ds:
+        assert ds.attrs["mechanism"] == "noisy_counts"
+        assert float(ds.attrs["coverage"]) == 0.99
+
+
 @pytest.mark.parametrize("text,msg", [
     ('[population]\ngenerator = "nope"\n', "generator must be one of"),
     ('[population]\ngenerator = "blocks"\ntracts = 0\n', "tracts"),
     ('[population]\ngenerator = "blocks"\n[reconstruct]\nunits = "x"\n',
      "unknown key 'units' in [reconstruct]"),
+    ('[population]\ngenerator = "census"\npublication = "sf1"\n',
+     "the 'census' generator has one publication only"),
+    ('[population]\ngenerator = "blocks"\ntracts = 1\n[protection]\ntype = "exact"\nbase = 3\n',
+     "'base' does not apply to type = 'exact'"),
+    ('[population]\ngenerator = "blocks"\ntracts = 1\n[protection]\ntype = "noise"\n',
+     "scale"),
     ('[population]\ngenerator = "blocks"\ntracts = 1\n[protection]\ntype = "swap"\n',
      "[protection] type must be"),
     ('[population]\npath = "missing.csv"\n', "no such file"),

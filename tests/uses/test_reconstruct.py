@@ -119,7 +119,22 @@ def test_random_rounding_release_equals_brute_force(seed):
     rel = rk.RandomRounding(2).protect(ts, np.random.default_rng(seed))
     s = ts.system
     truth = np.rint(ts.values[: s.n_interior]).reshape(ts.shape).astype(int)
-    # the published value of every cell of every table, read from the release
+    published = _published(ts, rel, truth)
+    N_lo = max(0, int(truth.sum()) - 1)
+    X = np.concatenate([consistent_tables(ts, published, N, window=1)
+                        for N in range(N_lo, int(truth.sum()) + 2)
+                        if len(consistent_tables(ts, published, N, window=1))])
+    ds = rk.reconstruct(rel)
+    assert (ds["lower"].values == X.min(axis=0)).all()
+    assert (ds["upper"].values == X.max(axis=0)).all()
+    assert (ds["certain"].values == (X.min(axis=0) == X.max(axis=0))).all()
+    assert ds.attrs["mechanism"] == "random_rounding"
+
+
+def _published(ts, rel, truth):
+    """The published value of every cell of every table, read from the release by
+    label."""
+    s = ts.system
     published = {}
     for name in ts.tables:
         cells = table_cells(ts, name, truth)
@@ -130,15 +145,77 @@ def test_random_rounding_release_equals_brute_force(seed):
                    for d, c in zip(ts.tables[name].dims, key)}
             pub[key] = int(da.sel(sel))
         published[name] = pub
-    N_lo = max(0, int(truth.sum()) - 1)
-    X = np.concatenate([consistent_tables(ts, published, N, window=1)
-                        for N in range(N_lo, int(truth.sum()) + 2)
-                        if len(consistent_tables(ts, published, N, window=1))])
-    ds = rk.reconstruct(rel)
+    return published
+
+
+def _noise_half_width(distribution, scale, per):
+    """The least w with Pr(|noise| > w) <= per, from the pmf summed directly (the
+    definition: geometric pmf proportional to q^|k|, q = exp(-1/scale); discrete
+    Gaussian proportional to exp(-k^2 / (2 scale^2)))."""
+    k = np.arange(-400, 401)
+    lw = -np.abs(k) / scale if distribution == "geometric" else -k ** 2 / (2 * scale ** 2)
+    p = np.exp(lw - lw.max())
+    p /= p.sum()
+    for w in range(400):
+        if p[np.abs(k) > w].sum() <= per:
+            return w
+    raise AssertionError("no window")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_noisy_release_windows_of_a_coverage_equal_brute_force(seed):
+    """Unbounded noise with coverage=: the windows' half-width is the least w with
+    Pr(|noise| > w) <= (1 - coverage) / n (computed here from the pmf), and the bounds
+    and certainty equal every table within the windows, enumerated."""
+    df, tables, hier = _random_set(400 + seed)
+    ts = rk.TableSet.from_pandas(df, tables, hierarchies=hier)
+    rng = np.random.default_rng(seed)
+    dist = ["geometric", "discrete_gaussian"][seed % 2]
+    scale = float(rng.choice([0.2, 0.3, 0.4]))
+    clip = bool(seed % 3)
+    rel = rk.NoisyCounts(dist, scale, clip=clip).protect(ts, np.random.default_rng(seed))
+    s = ts.system
+    truth = np.rint(ts.values[: s.n_interior]).reshape(ts.shape).astype(int)
+    n_pub = int(s.published.sum())
+    coverage = 0.9
+    w = _noise_half_width(dist, scale, (1 - coverage) / n_pub)
+    published = _published(ts, rel, truth)
+    N = int(truth.sum())
+    X = [consistent_tables(ts, published, n, window=w)
+         for n in range(max(0, N - 2 * w - 2), N + 2 * w + 3)]
+    X = [x for x in X if len(x)]
+    try:
+        ds = rk.reconstruct(rel, coverage=coverage)
+    except NoTable:
+        assert not X                     # the windows hold no table (prob. <= 0.1)
+        return
+    X = np.concatenate(X)
+    assert f"within {w} of its original" in ds.attrs["what"]
+    assert ds.attrs["coverage"] == coverage
+    assert ds.attrs["certainty"] == "with probability >= 0.9 over the noise"
     assert (ds["lower"].values == X.min(axis=0)).all()
     assert (ds["upper"].values == X.max(axis=0)).all()
     assert (ds["certain"].values == (X.min(axis=0) == X.max(axis=0))).all()
-    assert ds.attrs["mechanism"] == "random_rounding"
+
+
+def test_noisy_release_coverage_holds_over_the_noise():
+    """The guarantee itself: over 300 releases of one set, the truth lies within the
+    bounds of every cell in at least a share ``coverage`` of them (here 0.8; the union
+    bound is loose, so nearly all)."""
+    df = pd.DataFrame({"g": list("aabbbc"), "s": list("FMFFMM")})
+    ts = rk.TableSet.from_pandas(df, {"A": ["g", "s"], "B": ["g"]})
+    truth = np.rint(ts.values[: ts.system.n_interior]).astype(int)
+    mech = rk.NoisyCounts("geometric", 0.5, clip=True)
+    held = 0
+    for seed in range(300):
+        rel = mech.protect(ts, np.random.default_rng(seed))
+        try:
+            ds = rk.reconstruct(rel, coverage=0.8, bounds="none")
+        except NoTable:
+            continue
+        lo, hi = ds["lower"].values.ravel(), ds["upper"].values.ravel()
+        held += bool(((lo <= truth) & (truth <= hi)).all())
+    assert held >= 0.8 * 300
 
 
 def _census(districts=2, areas=3, seed=5):
@@ -197,17 +274,75 @@ def test_units_are_a_sound_relaxation_of_the_whole_set():
     whole = rk.reconstruct(ts)
     split = rk.reconstruct(ts, unit="area", level=2)
     assert whole.attrs["units"] == 1 and whole.attrs["dropped_cells"] == 0
-    assert split.attrs["units"] == 2 and split.attrs["dropped_cells"] > 0
-    assert "dropped" in split.attrs["dropped_note"]
-    # certain under the relaxation => certain; bounds outer
-    assert not (split["certain"] & ~whole["certain"]).any()
-    assert (split["lower"] <= whole["lower"]).all()
-    assert (split["upper"] >= whole["upper"]).all()
-    # here the dropped cells (region = sum of its districts) are implied: nothing lost
+    assert split.attrs["units"] == 2
+    # the region's cells span both districts, and each is the sum of published district
+    # cells: implied, so nothing is dropped and the bounds are the whole set's
+    assert split.attrs["dropped_cells"] == 0 and split.attrs["implied_cells"] > 0
+    assert "loses nothing" in split.attrs["implied_note"]
+    assert (split["certain"] == whole["certain"]).all()
     assert (split["lower"] == whole["lower"]).all()
     assert (split["upper"] == whole["upper"]).all()
     per_area = split.attrs["areas_certain"]
     assert 0 <= per_area <= split.attrs["areas"] == ts.shape[0]
+
+
+def test_implied_cells_keep_unit_posteriors_exact():
+    """Tract units of a block publication: the county's cells are sums of tract cells
+    (implied), so each tract's posterior is the whole set's: exact, equal to the run
+    without units."""
+    from riskengine.census_blocks import BlockPopulation
+    pop = BlockPopulation(tracts=2, blocks=(2, 3), persons=(3, 8))
+    df = pop.generate(np.random.default_rng(3))
+    ts = rk.TableSet.from_pandas(df, pop.tables(), hierarchies=pop.hierarchies())
+    split = rk.reconstruct(ts, rk.priors.Poisson(1.0), unit="block", level=2)
+    whole = rk.reconstruct(ts, rk.priors.Poisson(1.0))
+    assert split.attrs["implied_cells"] > 0 and split.attrs["dropped_cells"] == 0
+    assert split.attrs["posterior"] == "exact in 2 of 2 units"
+    assert split.attrs["approximate"] == 0
+    np.testing.assert_allclose(split["mean"].values, whole["mean"].values, atol=1e-9)
+    np.testing.assert_allclose(split["prob_mode"].values, whole["prob_mode"].values,
+                               atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_cells_spanning_units_not_implied_are_dropped_soundly(seed):
+    """A sex x age table across areas, with areas x sex and areas x age by area: its cells
+    are no sums of published area cells, so the split drops them -- a relaxation: certain
+    under it is certain in every table (brute force), its bounds are outer, and a
+    posterior under it says it is approximate."""
+    rng = np.random.default_rng(500 + seed)
+    n = int(rng.integers(3, 7))
+    df = pd.DataFrame({"g": rng.choice(["g1", "g2"], n), "s": rng.choice(["F", "M"], n),
+                       "a": rng.choice(["y", "o"], n)})
+    df.loc[0, ["g", "s", "a"]] = ["g1", "F", "y"]
+    df.loc[1, ["g", "s", "a"]] = ["g2", "M", "o"]
+    tables = {"GS": ["g", "s"], "GA": ["g", "a"], "SA": ["s", "a"]}
+    ts = rk.TableSet.from_pandas(df, tables)
+    X, _ = _brute(ts)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    split = rk.reconstruct(ts, unit="g", level={"g1": "U1", "g2": "U2"})
+    assert split.attrs["dropped_cells"] > 0 and "dropped" in split.attrs["dropped_note"]
+    sv = split[["lower", "upper", "certain"]].transpose(*ts.dims)
+    assert not (sv["certain"].values & (lo != hi)).any()
+    assert (sv["lower"].values <= lo).all() and (sv["upper"].values >= hi).all()
+    post = rk.reconstruct(ts, rk.priors.Uniform(), unit="g", level={"g1": "U1",
+                                                                      "g2": "U2"})
+    assert post.attrs["approximate"] == 1
+
+
+def test_a_cell_spanning_units_that_contradicts_them_is_refused():
+    """The region's total published one more than the sum of its districts' totals: the
+    unit split used to drop it silently; now no table is consistent, by name."""
+    from riskengine.table_set import TableSetRelease
+    _df, ts = _census(districts=2, areas=2, seed=7)
+    s = ts.system
+    vals = np.array(ts.values, float)
+    vals[: s.n_interior] = np.nan
+    whole = int(np.argmax(np.asarray(s.M.sum(axis=1)).ravel()))   # the grand total
+    vals[whole] += 1
+    bad = TableSetRelease(ts, vals, rk.CellSuppression())
+    with pytest.raises(NoTable, match="not the sum of the published cells of the units"):
+        rk.reconstruct(bad, unit="area", level=2)
 
 
 def test_suppressed_release_agrees_with_the_sums_route():
@@ -259,6 +394,27 @@ def test_local_processes_give_the_serial_result():
         np.testing.assert_array_equal(a[v].values, b[v].values)
 
 
+def test_sf1_publication_pins_at_least_what_the_basic_one_does():
+    """Every basic table is a sum of "sf1" cells (the tract P12A-F and P12H of the block
+    ones, P11 is in both), so the sf1 publication's consistent tables are a subset: its
+    bounds lie inside the basic ones and every basic certainty stays; both hold the truth
+    (the internal check raises otherwise)."""
+    from riskengine.census_blocks import BlockPopulation
+    pop = BlockPopulation(tracts=2, blocks=(3, 5), persons=(5, 40))
+    df = pop.generate(np.random.default_rng(11))
+    res = {}
+    for p in ("basic", "sf1"):
+        ts = rk.TableSet.from_pandas(df, pop.tables(p), hierarchies=pop.hierarchies(
+            publication=p))
+        ds = rk.reconstruct(ts, unit="block", level=2)
+        res[p] = ds[["lower", "upper", "certain"]].transpose(*ts.dims).assign_attrs(ds.attrs)
+    b, f = res["basic"], res["sf1"]
+    assert (f["lower"] >= b["lower"]).all() and (f["upper"] <= b["upper"]).all()
+    assert (f["certain"] | ~b["certain"]).all()
+    assert f.attrs["persons_certain"] >= b.attrs["persons_certain"]
+    assert f.attrs["persons_certain"] > b.attrs["persons_certain"]   # strictly, here
+
+
 def test_bad_inputs_are_refused_by_name():
     df = pd.DataFrame({"g": ["a", "b"], "s": ["F", "M"]})
     ts = rk.TableSet.from_pandas(df, {"A": ["g", "s"]})
@@ -274,8 +430,16 @@ def test_bad_inputs_are_refused_by_name():
     with pytest.raises(ValueError, match="magnitudes"):
         rk.reconstruct(mag)
     rel = rk.NoisyCounts("geometric", 1.0).protect(ts, np.random.default_rng(0))
-    with pytest.raises(ValueError, match="no hard window"):
+    with pytest.raises(ValueError, match="no hard window.*coverage="):
         rk.reconstruct(rel)
+    for bad_cov in (0.0, 1.0, 1.5):
+        with pytest.raises(ValueError, match="coverage"):
+            rk.reconstruct(rel, coverage=bad_cov)
+    with pytest.raises(ValueError, match="coverage= is for releases with unbounded noise"):
+        rk.reconstruct(ts, coverage=0.9)
+    with pytest.raises(ValueError, match="coverage= is for releases with unbounded noise"):
+        rk.reconstruct(rk.RandomRounding(2).protect(ts, np.random.default_rng(0)),
+                       coverage=0.9)
     # an inconsistent publication: no table at all
     from riskengine.table_set import TableSetRelease
     vals = np.array(ts.values)

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, milp
 
+from ..._highs_quiet import run as _timed_run
 from .._highs import lp_model as _lp
 from .._highs import run as _run
 from .heuristic import cleanup, heuristic, make_intruder
@@ -94,10 +95,8 @@ class _Master:
         h.setOptionValue("mip_abs_gap", 0.0)
         h.changeRowBounds(0, -_INF, float(cutoff) / self.unit)
         h.setOptionValue("mip_max_improving_sols", 1)
-        h.setOptionValue("time_limit", float(max(seconds, 0.5)) if seconds is not None
-                         else _INF)
         if seconds is None:
-            h.run()
+            _timed_run(h, None)
         else:
             # HiGHS checks its time limit between phases (overshoots of 30 s seen on
             # 3-D tables): the MIP callback interrupts it at the deadline as well
@@ -109,7 +108,7 @@ class _Master:
 
             h.cbMipInterrupt += stop
             try:
-                h.run()
+                _timed_run(h, max(seconds, 0.5))   # this run's limit: HiGHS's clock adds up
             finally:
                 h.cbMipInterrupt -= stop
         st = h.getModelStatus()

@@ -254,6 +254,9 @@ def reconstruct_args(cfg: dict, base: Path) -> dict:
     from .hierarchy import Hierarchy
     from .table_set import TableSet
     _keys(cfg, RECONSTRUCT_KEYS, "the reconstruct config")
+    # every key checked before the population is drawn (a large design takes seconds)
+    _keys(cfg.get("reconstruct", {}), _RECON_OPTIONS, "[reconstruct]")
+    _keys(cfg.get("protection", {}), _RECON_PROTECTION, "[protection]")
     seed = _int(cfg, "seed", 0, 0, "reconstruct config")
     pop = dict(_keys(_need(cfg, "population", "the reconstruct config"),
                      tuple(cfg["population"]), "[population]"))

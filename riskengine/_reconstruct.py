@@ -33,10 +33,11 @@ contradiction is refused (:class:`~riskengine.inference.certify.NoTable`).  Any 
 spanning cell is dropped, as the attack drops it.  That is a relaxation: the consistent
 tables of each unit are a superset of the true ones, so a cell certain in its unit is
 certain (the flag stays sound) and the bounds are outer bounds; the dropped cells are
-counted in ``attrs`` and a posterior under dropped cells is marked approximate.  With ``unit=None`` the units are the connected parts of the system (no
-cell dropped: exact).  Units run serially, on a process pool (``workers=``) or on dask
-(``scheduler=``); with ``out=`` each unit's result is written as it finishes and a rerun
-resumes (:mod:`riskengine._units`).
+counted in ``attrs`` and a posterior under dropped cells is marked approximate.  With
+``unit=None`` the units are the connected parts of the system (no cell dropped: exact).
+Units run serially, on a process pool (``workers=``) or on dask (``scheduler=``); with
+``out=`` each unit's result is written as it finishes and a rerun resumes
+(:mod:`riskengine._units`).
 """
 
 from __future__ import annotations

@@ -220,7 +220,8 @@ def simulate_args(cfg: dict, base: Path) -> dict:
 
 RECONSTRUCT_KEYS = ("seed", "population", "tables", "hierarchies", "protection", "reconstruct")
 _RECON_OPTIONS = ("unit", "level", "prior", "threshold", "max_candidates", "time_limit",
-                  "workers", "scheduler", "bounds", "coverage")
+                  "workers", "scheduler", "bounds", "coverage", "monte_carlo", "draws",
+                  "chains", "mc_seconds")
 _RECON_PROTECTION = ("type", "base", "rule", "distribution", "scale", "clip", "D", "V")
 _PROTECTION_KEYS = {"random_rounding": ("base",), "suppression": ("rule",),
                     "cell_key": ("D", "V"), "noise": ("distribution", "scale", "clip")}

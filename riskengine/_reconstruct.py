@@ -15,13 +15,17 @@ For each finest cell:
 * ``certain``: ``lower == upper`` proven -- the cell is reconstructed with certainty;
 * with a ``prior``: its exact posterior (mean, mode, Pr(mode)) by the streaming
   enumeration of the sums route (``kernels.sum_enum``) where the unit's candidates number
-  at most ``max_candidates``; a unit past it has no posterior, and says so.
+  at most ``max_candidates``; past it, a Monte Carlo posterior
+  (:mod:`riskengine.inference.sums_gibbs`: chains redrawing the uncertain cells of two or
+  three groups -- blocks -- at a time from their exact conditional law), marked
+  approximate with its diagnostics (``rhat``, ``ess`` per cell; a unit whose chains have
+  not converged is named and warned of), or with ``monte_carlo=False`` no posterior.
 
 and over the records: each claim "area a holds at least k persons of type t" ranked by
 its confidence (1 where ``k <= lower``: certain; Pr(x >= k) under the prior), as Dick,
 Dwork, Kearns et al. (PNAS 2023) rank reconstructed rows; a claim beyond ``lower`` in a
 unit without a posterior has no confidence and is left out of the ranking (counted in
-``records_unranked``).  ``share_certain`` is the share of persons so reconstructed with
+``records_unranked``), one in a Monte Carlo unit has ``record_confidence_exact`` False.  ``share_certain`` is the share of persons so reconstructed with
 certainty (the sum of ``lower`` over the persons).
 
 Work splits by **unit** (``unit=`` a dim, ``level=`` its hierarchy's depth: tracts of
@@ -73,6 +77,11 @@ class UnitTask:
     time_limit: float = 60.0
     max_candidates: float = MAX_CANDIDATES
     dropped: int = 0             # published cells of this unit's records dropped (linking)
+    groups: np.ndarray | None = None  # (n, k) codes of each unknown, preferred dim first
+    draws: int = 0               # Monte Carlo draws per chain past max_candidates (0: none)
+    chains: int = 4
+    seed: int = 0
+    mc_seconds: float = 600.0
     meta: dict = field(default_factory=dict)
 
     def digest(self) -> str:
@@ -85,8 +94,11 @@ class UnitTask:
             h.update(b"|")
         if self.lw is not None:
             h.update(np.ascontiguousarray(self.lw).tobytes())
+        if self.groups is not None:
+            h.update(np.ascontiguousarray(self.groups).tobytes())
         h.update(repr((self.key, self.bounds, float(self.time_limit),
-                       float(self.max_candidates))).encode())
+                       float(self.max_candidates), int(self.draws), int(self.chains),
+                       int(self.seed), float(self.mc_seconds))).encode())
         return h.hexdigest()[:32]
 
 
@@ -114,14 +126,17 @@ def solve_unit(task: UnitTask) -> dict:
     probs = np.zeros((0, 0))
     n_cand = -1
     why = "no prior given"
+    mc = {"mc_summary": "", "mc_converged": -1, "rhat": np.zeros(0), "ess": np.zeros(0)}
     if task.lw is not None:
         probs, n_cand, why = _posterior(task, b)
+        if why.startswith("more than") and task.draws > 0:
+            probs, why, mc = _monte_carlo(task, b, why)
     return {"key": task.key, "digest": task.digest(), "lower": b.lower, "upper": b.upper,
             "certain": b.certain, "exact": b.exact, "decided": b.decided,
             "probs": probs, "n_candidates": int(n_cand), "posterior": why,
             "solution": b.solution,
             "n_programs": int(b.n_programs), "seconds": time.perf_counter() - t0,
-            "n_cells": int(n)}
+            "n_cells": int(n), **mc}
 
 
 def _posterior(task, b) -> tuple:
@@ -159,6 +174,65 @@ def _posterior(task, b) -> tuple:
     r, c = np.nonzero(inside)
     full[r, off[r] + c] = probs[r, c]
     return full, (-1 if overflow else int(count)), "exact"
+
+
+def _monte_carlo(task, b, why) -> tuple:
+    """The unit's posterior by the block-redraw chains (:mod:`.inference.sums_gibbs`) on
+    its uncertain cells (the certain ones fixed): ``(probs over lo + w, "monte carlo",
+    diagnostics)``, or no posterior and the reason."""
+    from .inference import sums_gibbs
+    n = task.cells.size
+    none = {"mc_summary": "", "mc_converged": -1, "rhat": np.zeros(0), "ess": np.zeros(0)}
+    unc = np.flatnonzero(b.lower != b.upper)
+    # the groups redrawn together: the codes of the unit's dim, crossed with the next dims
+    # (by their number of codes) until the uncertain cells fall into at least 3 groups
+    # (with 2, every redraw would take the whole unit: more than max_candidates)
+    codes = (task.groups if task.groups is not None else np.zeros((n, 1), np.int64))[unc]
+    key = np.zeros(unc.size, np.int64)
+    for j in range(codes.shape[1]):
+        key = key * (int(codes[:, j].max(initial=0)) + 1) + codes[:, j]
+        if np.unique(key).size >= 3:
+            break
+    n_groups = int(np.unique(key).size)
+    if n_groups < 3:
+        return np.zeros((0, 0)), why + "; no Monte Carlo: its uncertain cells fall into " \
+            f"{n_groups} groups (the redraws take two or three of at least 3)", none
+    groups = key
+    lb = b.lower.astype(np.int64)
+    R = task.rows.tocsr()
+    Ru = R[:, unc]
+    used = np.diff(Ru.indptr) > 0
+    Ru = Ru[used]
+    x0 = b.solution.astype(np.int64)
+    target = np.asarray(task.rlo[used] - R[used] @ np.where(b.lower == b.upper, x0, 0),
+                        np.int64)
+    W = int((b.upper - b.lower).max()) + 1
+    w = np.arange(W)[None, :]
+    off = (lb - task.lo)[unc]
+    cols = np.minimum(off[:, None] + w, task.lw.shape[1] - 1)
+    lw = np.where(w <= (b.upper - b.lower)[unc][:, None],
+                  np.take_along_axis(task.lw[unc], cols, axis=1), -np.inf)
+    try:
+        sd = sums_gibbs.sample(Ru, target, lb[unc], b.upper[unc].astype(np.int64), lw,
+                               groups, x0[unc], chains=task.chains, draws=task.draws,
+                               seed=task.seed, max_seconds=task.mc_seconds)
+    except sums_gibbs.TooSlow as e:
+        return np.zeros((0, 0)), f"{why}; no Monte Carlo: {e} (raise mc_seconds)", none
+    full = np.zeros((n, int((task.hi - task.lo).max()) + 1))
+    full[np.arange(n), (lb - task.lo)] = 1.0          # certain cells: their one value
+    full[unc] = 0.0
+    r, c = np.nonzero(sd.probs)
+    full[unc[r], sd.lo[r] - task.lo[unc[r]] + c] = sd.probs[r, c]
+    rhat = np.full(n, np.nan)
+    ess = np.full(n, np.nan)
+    rhat[unc] = sd.diagnostics["rhat"].values
+    ess[unc] = np.minimum(sd.diagnostics["ess_bulk"].values,
+                          sd.diagnostics["ess_tail"].values)
+    summary = (f"{sd.summary}; {unc.size} uncertain cells in {n_groups} groups, "
+               f"{sd.moved:.1%} of redraws moved, {sd.skipped:.1%} skipped (a "
+               "cap on the subsystem's solutions)")
+    return full, "monte carlo", {"mc_summary": summary, "mc_converged": int(sd.converged),
+                                 "rhat": rhat, "ess": ess}
 
 
 # --- the publication as published numbers over the finest cells ----------------------
@@ -381,7 +455,9 @@ def _components(pub) -> np.ndarray:
 def reconstruct(release, prior=None, *, unit=None, level=None, bounds="exact",
                 threshold: float = 0.95, max_candidates: float = MAX_CANDIDATES,
                 time_limit: float = 60.0, out=None, workers=None, scheduler=None,
-                progress=None, memory=None, truth=None, coverage=None) -> xr.Dataset:
+                progress=None, memory=None, truth=None, coverage=None,
+                monte_carlo: bool = True, draws: int = 1000, chains: int = 4,
+                seed: int = 0, mc_seconds: float = 600.0) -> xr.Dataset:
     """Which persons an intruder rebuilds from a publication, with certainty or with a
     given confidence (see the module).
 
@@ -411,6 +487,18 @@ def reconstruct(release, prior=None, *, unit=None, level=None, bounds="exact",
         (``share_confident``).
     max_candidates : float
         Candidate tables a unit's exact posterior may enumerate.
+    monte_carlo : bool
+        Past ``max_candidates``, the unit's posterior by Monte Carlo
+        (:mod:`riskengine.inference.sums_gibbs`: its uncertain cells' groups -- blocks of
+        the unit -- redrawn two or three at a time from their exact conditional law),
+        marked approximate with its diagnostics (``rhat``, ``ess``; a unit whose chains
+        have not converged is named in ``attrs`` and warned of); False: no posterior there.
+    draws, chains, seed : int
+        Kept draws per chain (one per sweep of the unit's groups), chains per unit (>= 2)
+        and the seed of the Monte Carlo units.
+    mc_seconds : float
+        A unit whose chains are estimated (by timing a few redraws first) to take longer
+        gets no posterior, and says so.
     time_limit : float
         Seconds per integer program (a program stopped there gives outer bounds and leaves
         its cells uncertain: never a false certainty).
@@ -446,9 +534,11 @@ def reconstruct(release, prior=None, *, unit=None, level=None, bounds="exact",
     xarray.Dataset
         Over the finest cells (the set's dims): ``lower``, ``upper``, ``certain``,
         ``exact``, ``published``, ``unit``, with a prior ``mean``, ``mode``,
-        ``prob_mode``, with the truth ``value``; over ``record`` (each claim "this cell
-        holds at least k persons", ranked by confidence): ``record_cell``,
-        ``record_k``, ``confidence``, ``record_certain`` (and ``record_true``).  Its
+        ``prob_mode`` (and where a unit's posterior is Monte Carlo ``rhat``, ``ess``:
+        its R-hat and least of bulk / tail ESS, NaN elsewhere), with the truth
+        ``value``; over ``record`` (each claim "this cell holds at least k persons",
+        ranked by confidence): ``record_cell``, ``record_k``, ``confidence``,
+        ``record_certain`` (and ``record_true``, ``record_confidence_exact``).  Its
         ``attrs`` give the shares of persons reconstructed with certainty and with
         confidence >= ``threshold``, the units, the spanning cells implied
         (``implied_cells``) and dropped (``dropped_cells``), what "certain" means
@@ -488,16 +578,30 @@ def reconstruct(release, prior=None, *, unit=None, level=None, bounds="exact",
     time_limit = float(time_limit)
     if not time_limit > 0:
         raise ValueError(f"time_limit must be > 0 seconds, got {time_limit!r}")
+    draws = V.integer(draws, "draws", 10)
+    chains = V.integer(chains, "chains", 2)
+    seed = V.integer(seed, "seed", 0)
+    mc_seconds = float(mc_seconds)
+    if not mc_seconds > 0:
+        raise ValueError(f"mc_seconds must be > 0, got {mc_seconds!r}")
     unit_of, names = _unit_of(pub, unit, level)
     n_units = int(unit_of.max()) + 1 if n_fin else 0
     if names is None:
         names = [f"part{i + 1}" for i in range(n_units)]
+    mc = {"draws": draws if monte_carlo else 0, "chains": chains, "seed": seed,
+          "mc_seconds": mc_seconds, "groups": _group_codes(s, unit)}
     tasks, fixed, dropped, meta = _tasks(pub, prior, unit_of, names, bounds, time_limit,
-                                         max_candidates, memory)
+                                         max_candidates, memory, mc)
     results = run_units(tasks, solve_unit, out=out, workers=workers, scheduler=scheduler,
                         progress=progress)
     ds = _assemble(pub, prior, tasks, results, fixed, unit_of, names, dropped, threshold,
                    unit is not None)
+    if ds.attrs.get("converged") == 0:
+        import warnings
+
+        from .inference.gibbs import ConvergenceWarning
+        warnings.warn(f"reconstruct: {ds.attrs['approximation']}", ConvergenceWarning,
+                      stacklevel=2)
     ds.attrs["implied_cells"] = meta["implied"]
     if meta["implied"] and not dropped:
         ds.attrs["implied_note"] = (
@@ -514,7 +618,16 @@ def reconstruct(release, prior=None, *, unit=None, level=None, bounds="exact",
     return ds
 
 
-def _tasks(pub, prior, unit_of, names, bounds, time_limit, max_candidates, memory):
+def _group_codes(s, unit) -> np.ndarray:
+    """(n_fin, ndim) the code index of each finest cell on each dim, the unit's dim first
+    and then the others by their number of codes (the Monte Carlo redraws' groups)."""
+    shape = tuple(s.shape)
+    order = sorted(range(len(shape)), key=lambda j: (s.dims[j] != unit, -shape[j]))
+    idx = np.unravel_index(np.arange(int(np.prod(shape))), shape)
+    return np.stack([idx[j] for j in order], axis=1).astype(np.int32)
+
+
+def _tasks(pub, prior, unit_of, names, bounds, time_limit, max_candidates, memory, mc):
     from ._budget import budget, fmt_bytes
     from .inference.certify import NoTable
     s = pub.system
@@ -611,7 +724,9 @@ def _tasks(pub, prior, unit_of, names, bounds, time_limit, max_candidates, memor
         t = UnitTask(key=str(name), cells=unk[cols], rows=R, rlo=rlo[rows], rhi=rhi[rows],
                      lo=lo[cols], hi=hi[cols],
                      lw=None if lw_all is None else lw_all[cols], bounds=bounds,
-                     time_limit=time_limit, max_candidates=max_candidates)
+                     time_limit=time_limit, max_candidates=max_candidates,
+                     groups=mc["groups"][unk[cols]], draws=mc["draws"],
+                     chains=mc["chains"], seed=mc["seed"], mc_seconds=mc["mc_seconds"])
         need = _task_memory(t)
         if need > cap:
             raise MemoryError(f"unit {name!r} ({cols.size} unknown cells, {rows.size} sums) "
@@ -674,10 +789,13 @@ def _implied(Mu, rlo, rhi, cu, across, row_unit, n_units) -> np.ndarray:
 def _task_memory(t) -> float:
     """Bytes a unit needs at its peak: HiGHS's model and search (about 2 kB per column
     and 200 B per nonzero, measured on units of 100-3000 cells) and the posterior's
-    per-cell grids."""
+    per-cell grids; with Monte Carlo, the chains' draws three times over (the draws and
+    arviz's two float copies)."""
     n = t.cells.size
     w = int((t.hi - t.lo).max(initial=0)) + 1
     post = 0.0 if t.lw is None else 3 * 8.0 * n * w
+    if t.lw is not None and t.draws:
+        post += 3 * 8.0 * n * t.draws * t.chains
     return 2e6 + 2000.0 * n + 200.0 * t.rows.nnz + post
 
 
@@ -698,16 +816,27 @@ def _assemble(pub, prior, tasks, results, fixed, unit_of, names, dropped, thresh
     tails = []                     # per unit with a posterior: (cells, lo, Pr(x >= lo + w))
     n_post = 0
     reasons = {}
+    mc_units, mc_bad = [], []      # units sampled by Monte Carlo; of them, not converged
+    rhat = np.full(n_fin, np.nan)
+    ess = np.full(n_fin, np.nan)
+    sampled = np.zeros(n_fin, bool)
     for t, r in zip(tasks, results):
         c = t.cells
         lower[c], upper[c] = r["lower"], r["upper"]
         certain[c], exact[c] = r["certain"], r["exact"]
         if prior is None:
             continue
-        if r["posterior"] != "exact":
+        if r["posterior"] == "monte carlo":
+            mc_units.append(t.key)
+            if not int(r["mc_converged"]):
+                mc_bad.append((t.key, str(r["mc_summary"])))
+            rhat[c], ess[c] = r["rhat"], r["ess"]
+            sampled[c] = ~np.asarray(r["certain"], bool)
+        elif r["posterior"] != "exact":
             reasons.setdefault(r["posterior"], []).append(t.key)
             continue
-        n_post += 1
+        else:
+            n_post += 1
         P = r["probs"]
         if P.size == 0 and c.size:
             continue
@@ -746,6 +875,7 @@ def _assemble(pub, prior, tasks, results, fixed, unit_of, names, dropped, thresh
     order = np.lexsort((rec_k, rec_cell, -conf))
     rec_cell, rec_k, conf = rec_cell[order], rec_k[order], conf[order]
     rec_cert = rec_k <= lower[rec_cell]
+    rec_exact = rec_cert | ~sampled[rec_cell]
     solution = np.where(fixed, lower, 0)
     for t, r in zip(tasks, results):
         solution[t.cells] = r["solution"]
@@ -773,6 +903,10 @@ def _assemble(pub, prior, tasks, results, fixed, unit_of, names, dropped, thresh
         data["mean"] = (dims, mean.reshape(shape))
         data["mode"] = (dims, mode.reshape(shape))
         data["prob_mode"] = (dims, pmode.reshape(shape))
+    if mc_units:
+        data["rhat"] = (dims, rhat.reshape(shape))
+        data["ess"] = (dims, ess.reshape(shape))
+        data["record_confidence_exact"] = (("record",), rec_exact)
     if pub.truth is not None:
         data["value"] = (dims, pub.truth.reshape(shape))
         data["record_true"] = (("record",), pub.truth[rec_cell] >= rec_k)
@@ -814,15 +948,34 @@ def _assemble(pub, prior, tasks, results, fixed, unit_of, names, dropped, thresh
             "stays sound, bounds are outer bounds")
     if prior is not None:
         attrs["prior"] = getattr(prior, "describe", lambda: repr(prior))()
-        attrs["posterior_units"] = n_post
+        attrs["posterior_units"] = n_post + len(mc_units)
         attrs["posterior"] = (f"exact in {n_post} of {len(tasks)} units" +
+                              (f"; Monte Carlo in {len(mc_units)} (converged in "
+                               f"{len(mc_units) - len(mc_bad)})" if mc_units else "") +
                               "".join(f"; none in {len(v)} ({k})" for k, v in
                                       reasons.items()))
-        approx = bool(dropped) and n_post > 0
-        attrs["approximate"] = int(approx)
-        if approx:
-            attrs["approximation"] = ("each unit's posterior ignores the published cells "
-                                      "that span several units")
+        notes = []
+        if dropped and n_post + len(mc_units):
+            notes.append("each unit's posterior ignores the published cells that span "
+                         "several units")
+        if mc_units:
+            notes.append(f"the posteriors of {len(mc_units)} units ({', '.join(mc_units[:5])}"
+                         f"{', ...' if len(mc_units) > 5 else ''}) are Monte Carlo (block "
+                         "redraws; per cell: rhat, ess; record_confidence_exact False for "
+                         "their claims past the certain ones)")
+            attrs["mc_units"] = len(mc_units)
+            attrs["mc_converged_units"] = len(mc_units) - len(mc_bad)
+            attrs["converged"] = int(not mc_bad)
+            attrs["diagnostics"] = "; ".join(f"{k}: {v}" for k, v in
+                                             ([(u, str(r["mc_summary"])) for u, r in
+                                               zip([t.key for t in tasks], results)
+                                               if r["posterior"] == "monte carlo"]))
+        if mc_bad:
+            notes.append(f"NOT CONVERGED in {len(mc_bad)} units ({mc_bad[0][0]}: "
+                         f"{mc_bad[0][1]}): their confidences are not to be relied on")
+        attrs["approximate"] = int(bool(notes))
+        if notes:
+            attrs["approximation"] = "; ".join(notes)
     if pub.truth is not None:
         good = ds["record_true"].values
         attrs["confident_correct"] = float(good[conf_ok].mean()) if conf_ok.any() else \

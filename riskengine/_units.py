@@ -32,7 +32,8 @@ import numpy as np
 __all__ = ["run_units"]
 
 #: what a result holds besides per-cell arrays (kept as netCDF attributes)
-_SCALARS = ("key", "digest", "n_candidates", "posterior", "n_programs", "seconds", "n_cells")
+_SCALARS = ("key", "digest", "n_candidates", "posterior", "n_programs", "seconds", "n_cells",
+            "mc_summary", "mc_converged")
 
 
 def _safe(key: str) -> str:
@@ -59,7 +60,7 @@ def _write(result: dict, path: Path) -> None:
         elif a.ndim == 2:
             data[k] = (("cell", "w") if a.shape[0] == result["n_cells"] else
                        ("row0", "w"), a)
-    ds = xr.Dataset(data, attrs={k: result[k] for k in _SCALARS})
+    ds = xr.Dataset(data, attrs={k: result[k] for k in _SCALARS if k in result})
     atomic_write_netcdf(ds, path)
 
 
@@ -74,7 +75,7 @@ def _read(path: Path, task) -> dict | None:
             ds = ds.load()
             if ds.attrs.get("digest") != task.digest():
                 return None
-            out = {k: ds.attrs[k] for k in _SCALARS}
+            out = {k: ds.attrs[k] for k in _SCALARS if k in ds.attrs}
             for k, v in ds.variables.items():
                 a = np.asarray(v.values)
                 out[k] = a.astype(bool) if k in ("certain", "exact", "decided") else a
@@ -84,6 +85,10 @@ def _read(path: Path, task) -> dict | None:
         out[k] = np.asarray(out.get(k, ()), np.int64)
     for k in ("certain", "exact", "decided"):
         out[k] = np.asarray(out.get(k, ()), bool)
+    for k in ("rhat", "ess"):
+        out[k] = np.asarray(out.get(k, ()), float)
+    out["mc_summary"] = str(out.get("mc_summary", ""))
+    out["mc_converged"] = int(out.get("mc_converged", -1))
     out["n_candidates"] = int(out["n_candidates"])
     out["n_programs"] = int(out["n_programs"])
     out["n_cells"] = int(out["n_cells"])

@@ -111,7 +111,34 @@ def posterior(workers: int, out: Path) -> dict:
             "cells_uncertain": int(unsure.sum()),
             "mean_prob_mode_uncertain": float(np.nanmean(ds["prob_mode"].values[unsure]))
             if unsure.any() else float("nan"),
-            "implied": a["implied_cells"], "dropped": a["dropped_cells"]}
+            "implied": a["implied_cells"], "dropped": a["dropped_cells"],
+            "diagnostics": a.get("diagnostics", ""), "converged": a.get("converged", -1)}
+
+
+def monte_carlo(workers: int, out: Path) -> dict:
+    """The ``basic`` publication of 3 tracts (10-30 blocks) with a uniform prior: no
+    tract's candidates can be enumerated, so every posterior is Monte Carlo; how far the
+    block redraws get, by their diagnostics."""
+    import warnings
+
+    from riskengine.inference.gibbs import ConvergenceWarning
+    pop = BlockPopulation(tracts=3, blocks=(10, 30), persons=(5, 120))
+    df = pop.generate(np.random.default_rng(SEED))
+    ts = _set(pop, df, "basic")
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ds = rk.reconstruct(ts, rk.priors.Uniform(), unit="block", level=2, bounds="lp",
+                            workers=workers, out=out / "mc_units")
+    a = ds.attrs
+    unsure = ~ds["certain"].values
+    return {"wall_s": time.perf_counter() - t0, "persons": a["persons"],
+            "blocks": pop.n_blocks, "tracts": pop.n_tracts,
+            "posterior": a["posterior"], "diagnostics": a.get("diagnostics", ""),
+            "cells_uncertain": int(unsure.sum()),
+            "share_rhat_ok": float((ds["rhat"].values[unsure] <= 1.01).mean()),
+            "share_ess_ok": float((ds["ess"].values[unsure] >= 400).mean()),
+            "persons_certain": a["persons_certain"], "load": os.getloadavg()[0]}
 
 
 def tenx(workers: int, out: Path, counties: int = 10) -> dict:
@@ -254,7 +281,7 @@ def _county_lines(c: dict) -> list:
 
 
 def write(path: Path, counties: dict, ten: dict | None, rows: list | None,
-          post: dict | None = None) -> None:
+          post: dict | None = None, mc: dict | None = None) -> None:
     lines = ["# Reconstruction study (issue 32)", "",
              ("Made by `python studies/reconstruction/run.py` "
               f"({time.strftime('%Y-%m-%d')}, 2-core machine).  Population: "
@@ -280,7 +307,8 @@ def write(path: Path, counties: dict, ten: dict | None, rows: list | None,
     if post:
         lines += [
             "## Posteriors at county scale (`sf1`, uniform prior)", "",
-            (f"Every tract's exact posterior (the sums route's enumeration): "
+            (f"Every tract's posterior: exact (the sums route's enumeration) up to 1e6 "
+             f"candidate tables, Monte Carlo beyond (block redraws): "
              f"{post['posterior']}; approximate: {'yes' if post['approximate'] else 'no'} "
              f"({post['implied']} county cells implied by the tract cells, "
              f"{post['dropped']} dropped).  Records with confidence >= "
@@ -289,6 +317,18 @@ def write(path: Path, counties: dict, ten: dict | None, rows: list | None,
              f"certain).  The {post['cells_uncertain']:,} uncertain finest cells have a "
              f"mean Pr(mode) of {post['mean_prob_mode_uncertain']:.3f}.  "
              f"{post['wall_s']:.0f} s on 2 processes."), ""]
+        if post.get("diagnostics"):
+            lines[-1:-1] = ["", f"Monte Carlo diagnostics: {post['diagnostics']}."]
+    if mc:
+        lines += [
+            ("## Monte Carlo posteriors where nothing can be enumerated (`basic`, uniform "
+            "prior)"), "",
+            (f"{mc['tracts']} tracts ({mc['blocks']} blocks, {mc['persons']:,} persons) of "
+             f"the `basic` publication: {mc['posterior']}.  Of the "
+             f"{mc['cells_uncertain']:,} uncertain finest cells, "
+             f"{100 * mc['share_rhat_ok']:.1f} % have R-hat <= 1.01 and "
+             f"{100 * mc['share_ess_ok']:.1f} % an ESS >= 400 ({mc['wall_s']:.0f} s on 2 "
+             f"processes, load {mc['load']:.1f}).  Per tract: {mc['diagnostics']}."), ""]
     if ten:
         cs = ten["counties"]
         P = sum(r["persons"] for r in cs)
@@ -342,7 +382,7 @@ def main() -> None:
     import json
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--part", default="all",
-                    choices=("county", "tenx", "protections", "posterior", "all",
+                    choices=("county", "tenx", "protections", "posterior", "mc", "all",
                              "write"))
     ap.add_argument("--publication", default="both", choices=("basic", "sf1", "both"))
     ap.add_argument("--workers", type=int, default=2)
@@ -361,6 +401,8 @@ def main() -> None:
     if args.part in ("posterior", "all"):
         (work / "posterior.json").write_text(json.dumps(posterior(args.workers, work),
                                                         indent=1))
+    if args.part in ("mc", "all"):
+        (work / "mc.json").write_text(json.dumps(monte_carlo(args.workers, work), indent=1))
     if args.part in ("tenx", "all"):
         (work / "tenx.json").write_text(json.dumps(tenx(args.workers, work), indent=1))
 
@@ -369,7 +411,7 @@ def main() -> None:
         return json.loads(f.read_text()) if f.exists() else None
     counties = {p: read(f"county_{p}.json") for p in ("basic", "sf1")}
     write(out, {k: v for k, v in counties.items() if v}, read("tenx.json"),
-          read("protections.json"), read("posterior.json"))
+          read("protections.json"), read("posterior.json"), read("mc.json"))
     print(f"written {out}")
 
 

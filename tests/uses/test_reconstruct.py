@@ -363,7 +363,7 @@ def test_suppressed_release_agrees_with_the_sums_route():
 def test_results_are_written_per_unit_and_a_rerun_resumes(tmp_path):
     _df, ts = _census(districts=3, areas=2, seed=11)
     full = rk.reconstruct(ts, unit="area", level=2, prior=rk.priors.Uniform(),
-                          max_candidates=1e4)
+                          max_candidates=1e4, monte_carlo=False)
     calls = []
 
     def stop_after_two(done, total):
@@ -372,18 +372,19 @@ def test_results_are_written_per_unit_and_a_rerun_resumes(tmp_path):
             raise KeyboardInterrupt
     with pytest.raises(KeyboardInterrupt):
         rk.reconstruct(ts, unit="area", level=2, prior=rk.priors.Uniform(),
-                       max_candidates=1e4, out=tmp_path, progress=stop_after_two)
+                       max_candidates=1e4, monte_carlo=False, out=tmp_path,
+                       progress=stop_after_two)
     files = sorted((tmp_path / "units").glob("*.nc"))
     assert len(files) == 2
     assert (tmp_path / "summary.csv").read_text().count("\n") == 3
     again = rk.reconstruct(ts, unit="area", level=2, prior=rk.priors.Uniform(),
-                           max_candidates=1e4, out=tmp_path)
+                           max_candidates=1e4, monte_carlo=False, out=tmp_path)
     assert again.attrs["units_resumed"] == 2
     for v in ("lower", "upper", "certain", "mean", "prob_mode", "confidence"):
         np.testing.assert_array_equal(again[v].values, full[v].values)
     # a third run reads every unit back; changed settings are recomputed
     third = rk.reconstruct(ts, unit="area", level=2, prior=rk.priors.Uniform(),
-                           max_candidates=1e4, out=tmp_path)
+                           max_candidates=1e4, monte_carlo=False, out=tmp_path)
     assert third.attrs["units_resumed"] == 3
     other = rk.reconstruct(ts, unit="area", level=2, out=tmp_path)
     assert other.attrs["units_resumed"] == 0
@@ -452,3 +453,66 @@ def test_bad_inputs_are_refused_by_name():
     bad = TableSetRelease(ts, vals, rk.CellSuppression())
     with pytest.raises(NoTable):
         rk.reconstruct(bad)
+
+
+def _mc_case():
+    from riskengine.census_blocks import BlockPopulation
+    pop = BlockPopulation(tracts=1, blocks=(3, 4), persons=(10, 30), layout_seed=2)
+    df = pop.generate(np.random.default_rng(2))
+    return rk.TableSet.from_pandas(df, pop.tables("basic"),
+                                   hierarchies=pop.hierarchies(publication="basic"))
+
+
+def test_monte_carlo_units_agree_with_the_exact_posterior(tmp_path):
+    # one tract of 3 blocks, 81 persons, the basic publication: 34 uncertain cells and
+    # 15 consistent tables (exact); max_candidates=3 sends it to the block redraws
+    ts = _mc_case()
+    ex = rk.reconstruct(ts, rk.priors.Uniform(), unit="block", level=2)
+    assert ex.attrs["posterior"] == "exact in 1 of 1 units"
+    mc = rk.reconstruct(ts, rk.priors.Uniform(), unit="block", level=2, max_candidates=3,
+                        draws=2000, seed=4, out=tmp_path)
+    a = mc.attrs
+    assert a["posterior"] == "exact in 0 of 1 units; Monte Carlo in 1 (converged in 1)"
+    assert a["approximate"] == 1 and "Monte Carlo" in a["approximation"]
+    assert a["converged"] == 1 and "R-hat" in a["diagnostics"]
+    # bounds and certainty do not depend on the posterior
+    for v in ("lower", "upper", "certain"):
+        np.testing.assert_array_equal(mc[v].values, ex[v].values)
+    unsure = ~ex["certain"].values
+    # each uncertain cell's mean within 5 standard errors at its ESS
+    ess = mc["ess"].values[unsure]
+    assert (ess >= 400).all() and np.isnan(mc["ess"].values[~unsure]).all()
+    err = np.abs(mc["mean"].values - ex["mean"].values)[unsure]
+    half = (ex["upper"].values - ex["lower"].values)[unsure] / 2    # sd <= half the range
+    assert (err <= 5 * half / np.sqrt(ess)).all()
+    assert err.max() > 0                               # sampled, not the exact numbers
+    # records past the certain ones in a Monte Carlo unit are flagged
+    rc = mc["record_confidence_exact"].values
+    np.testing.assert_array_equal(rc, mc["record_certain"].values)
+    assert a["persons_certain"] == ex.attrs["persons_certain"]
+    # the unit's file holds the Monte Carlo result; a rerun reads it back unchanged
+    again = rk.reconstruct(ts, rk.priors.Uniform(), unit="block", level=2,
+                           max_candidates=3, draws=2000, seed=4, out=tmp_path)
+    assert again.attrs["units_resumed"] == 1
+    for v in ("mean", "prob_mode", "rhat", "ess", "confidence"):
+        np.testing.assert_array_equal(again[v].values, mc[v].values)
+    assert again.attrs["diagnostics"] == a["diagnostics"]
+    # another seed is another run, not the stored one
+    other = rk.reconstruct(ts, rk.priors.Uniform(), unit="block", level=2,
+                           max_candidates=3, draws=2000, seed=5, out=tmp_path)
+    assert other.attrs["units_resumed"] == 0
+    # without Monte Carlo: no posterior past max_candidates, as before
+    off = rk.reconstruct(ts, rk.priors.Uniform(), unit="block", level=2, max_candidates=3,
+                         monte_carlo=False)
+    assert "none in 1 (more than 3 candidate" in off.attrs["posterior"]
+    assert "rhat" not in off and off.attrs["approximate"] == 0
+
+
+def test_monte_carlo_settings_are_checked_by_name():
+    ts = _mc_case()
+    with pytest.raises(ValueError, match="draws must be >= 10"):
+        rk.reconstruct(ts, rk.priors.Uniform(), draws=5)
+    with pytest.raises(ValueError, match="chains must be >= 2"):
+        rk.reconstruct(ts, rk.priors.Uniform(), chains=1)
+    with pytest.raises(TypeError, match="seed must be an integer"):
+        rk.reconstruct(ts, rk.priors.Uniform(), seed=1.5)

@@ -43,7 +43,7 @@ def cluster():
 def test_a_killed_worker_changes_nothing(cluster):
     ts = _census(6, 2, 21)
     serial = rk.reconstruct(ts, unit="area", level=2, prior=rk.priors.Uniform(),
-                            max_candidates=2e4)
+                            max_candidates=2e4, monte_carlo=False)
     killed = []
 
     def kill_one(done, total):
@@ -53,7 +53,8 @@ def test_a_killed_worker_changes_nothing(cluster):
             killed.append(done)
     with distributed.Client(cluster) as client:
         ds = rk.reconstruct(ts, unit="area", level=2, prior=rk.priors.Uniform(),
-                            max_candidates=2e4, scheduler=client, progress=kill_one)
+                            max_candidates=2e4, monte_carlo=False, scheduler=client,
+                            progress=kill_one)
     assert killed
     for v in ("lower", "upper", "certain", "mean", "prob_mode", "confidence"):
         np.testing.assert_array_equal(ds[v].values, serial[v].values)

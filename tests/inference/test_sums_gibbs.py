@@ -1,0 +1,115 @@
+"""The block-redraw chains over cells tied by exact sums (riskengine.inference.sums_gibbs,
+kernels/sum_redraw.py) against brute force (tests/reference/sum_enum.py: every assignment
+by itertools) on random census-like systems: groups (areas) x types, rows per group over
+classes of types and per type over all groups."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from riskengine.inference import sums_gibbs
+from tests.reference.sum_enum import candidates
+
+
+def _system(seed):
+    """Groups x types cells; per group: sums over a random partition of the types; per
+    type: the sum over the groups.  A random table 0..2 a cell gives the sums."""
+    rng = np.random.default_rng(seed)
+    G = int(rng.integers(3, 5))
+    T = int(rng.integers(2, 4)) if G == 4 else int(rng.integers(2, 5))
+    n = G * T
+    rows = []
+    for g in range(G):
+        cls = rng.integers(0, 2, size=T)          # two classes of types per group
+        for c in (0, 1):
+            cells = [g * T + t for t in range(T) if cls[t] == c]
+            if cells:
+                rows.append(cells)
+    for t in range(T):
+        rows.append([g * T + t for g in range(G)])
+    R = sp.csr_matrix((np.ones(sum(map(len, rows))),
+                       (np.repeat(np.arange(len(rows)), [len(r) for r in rows]),
+                        np.concatenate(rows))), shape=(len(rows), n))
+    x = rng.integers(0, 3, size=n)
+    target = (R @ x).astype(np.int64)
+    ub = np.array([min(target[R[:, i].nonzero()[0]]) for i in range(n)], np.int64)
+    lb = np.zeros(n, np.int64)
+    W = int(ub.max()) + 1
+    if seed % 2:                                     # a Poisson-like prior
+        lw = -np.log(np.arange(1, W + 1)).cumsum()[None, :] + 0.3 * np.arange(W)
+        lw = np.repeat(lw, n, axis=0)
+    else:                                            # random weights per cell and value
+        lw = rng.normal(size=(n, W))
+    lw = np.where(np.arange(W)[None, :] <= ub[:, None], lw, -np.inf)
+    groups = np.repeat(np.arange(G), T)
+    return R, target, lb, ub, lw, groups, x
+
+
+def _exact(R, target, lb, ub, lw):
+    X, logw = candidates(lb, ub - lb + 1, lw, R.indptr, R.indices, target)
+    w = np.exp(logw - logw.max())
+    return X, w / w.sum()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_draws_follow_the_exact_posterior_on_random_systems(seed):
+    R, target, lb, ub, lw, groups, x = _system(seed)
+    X, w = _exact(R, target, lb, ub, lw)
+    sd = sums_gibbs.sample(R, target, lb, ub, lw, groups, x, chains=4, draws=1500,
+                           seed=seed)
+    flat = sd.draws.reshape(-1, R.shape[1])
+    # every draw is a consistent table of positive weight
+    assert (R @ flat.T == target[:, None]).all()
+    assert {tuple(v) for v in flat} <= {tuple(v) for v in X}
+    assert sd.converged, sd.summary
+    mean = w @ X
+    mcse = sd.diagnostics["mcse_mean"].values
+    # 5 Monte Carlo standard errors (a cell the chains hold constant has mcse 0: it must
+    # then be constant in every consistent table)
+    assert (np.abs(flat.mean(axis=0) - mean) <= 5 * mcse + 1e-9).all()
+    W = int(ub.max()) + 1
+    for i in range(R.shape[1]):
+        p = np.bincount(X[:, i], weights=w, minlength=W)
+        q = np.bincount(flat[:, i], minlength=W) / len(flat)
+        # each value's share within 5 binomial standard errors at the cell's ESS
+        ess = max(float(sd.diagnostics["ess_bulk"].values[i]), 1.0)
+        p = np.clip(p, 0.0, 1.0)
+        assert (np.abs(q - p) <= 5 * np.sqrt(p * (1 - p) / ess) + 0.01).all()
+
+
+def test_chains_the_redraws_cannot_join_are_flagged():
+    # a ring of 4 groups of one cell each: x0 + x1 = x1 + x2 = x2 + x3 = x3 + x0 = 1 has
+    # two solutions, and fixing any one group fixes every other: no redraw of 2 or 3
+    # groups moves.  Chains started at both solutions never meet: not converged.
+    rows = [[0, 1], [1, 2], [2, 3], [3, 0]]
+    R = sp.csr_matrix((np.ones(8), (np.repeat(np.arange(4), 2), np.ravel(rows))),
+                      shape=(4, 4))
+    target = np.ones(4, np.int64)
+    lw = np.zeros((4, 2))
+    sd = sums_gibbs.sample(R, target, np.zeros(4, np.int64), np.ones(4, np.int64), lw,
+                           np.arange(4), np.array([1, 0, 1, 0]), chains=8, draws=100,
+                           seed=3)
+    starts = {tuple(sd.draws[c, 0]) for c in range(8)}
+    assert starts == {(1, 0, 1, 0), (0, 1, 0, 1)}
+    assert sd.moved == 0.0
+    assert not sd.converged
+    assert "not converged" in sd.summary
+    assert np.isinf(sd.diagnostics.attrs["max_rhat"])
+
+
+def test_bad_inputs_are_refused_by_name():
+    R, target, lb, ub, lw, groups, x = _system(0)
+    with pytest.raises(ValueError, match="chains must be >= 2"):
+        sums_gibbs.sample(R, target, lb, ub, lw, groups, chains=1)
+    with pytest.raises(ValueError, match="draws must be >= 10"):
+        sums_gibbs.sample(R, target, lb, ub, lw, groups, draws=3)
+    with pytest.raises(ValueError, match="at least 2 groups"):
+        sums_gibbs.sample(R, target, lb, ub, lw, np.zeros_like(groups))
+    with pytest.raises(ValueError, match="one group per cell"):
+        sums_gibbs.sample(R, target, lb, ub, lw, groups[:-1])
+    bad = x.copy()
+    bad[0] += 1
+    with pytest.raises(ValueError, match="x0 is not a consistent table"):
+        sums_gibbs.sample(R, target, lb, ub, lw, groups, bad)

@@ -325,7 +325,8 @@ def write(path: Path, counties: dict, ten: dict | None, rows: list | None,
             "prior)"), "",
             (f"{mc['tracts']} tracts ({mc['blocks']} blocks, {mc['persons']:,} persons) of "
              f"the `basic` publication: {mc['posterior']}.  Of the "
-             f"{mc['cells_uncertain']:,} uncertain finest cells, "
+             f"{mc['cells_uncertain']:,} uncertain finest cells (those of a tract with no "
+             f"posterior count as failing), "
              f"{100 * mc['share_rhat_ok']:.1f} % have R-hat <= 1.01 and "
              f"{100 * mc['share_ess_ok']:.1f} % an ESS >= 400 ({mc['wall_s']:.0f} s on 2 "
              f"processes, load {mc['load']:.1f}).  Per tract: {mc['diagnostics']}."), ""]

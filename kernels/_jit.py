@@ -59,9 +59,11 @@ def threads_for(work: float):
 #: seconds each module's kernels take to compile on an empty cache, measured by
 #: ``riskengine warmup`` on the 2-core reference machine (2026-11-24); the first run on a
 #: machine states them while it compiles.  A module not listed: SECONDS_PER_KERNEL each.
+#: ``sum_redraw``: 12.6 CPU seconds on an empty cache (2026-11-27), which includes the
+#: ``sum_enum`` enumerator it calls.
 COMPILE_SECONDS = {"cyclic_enum": 6, "halves": 9, "table_dp": 8, "gibbs": 8,
                    "multinomial_box": 4, "multinomial_chain": 5, "table_enum": 3, "sum_gibbs": 3,
-                   "network": 2, "sis": 1, "sum_enum": 7}
+                   "network": 2, "sis": 1, "sum_enum": 7, "sum_redraw": 12}
 SECONDS_PER_KERNEL = 2.0
 
 

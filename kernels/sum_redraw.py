@@ -5,8 +5,10 @@ Plain arrays in, plain arrays out.  The state ``x`` (n,) int64 meets ``m`` rows 
 ``lb <= x <= ub``; its weight is ``exp(sum_i lw[i, x_i - lb[i]])``.  The cells fall into
 ``G`` groups (``gcells[gptr[g]:gptr[g+1]]``: in a census unit, the blocks of a tract).
 
-A step picks two groups at random (three with probability ``p_three``), independently of
-the state, and redraws every cell ``S`` of them from its exact conditional law given the
+A step picks ``k`` groups at random, independently of the state -- two, then one more
+with probability ``p_more`` each time (a geometric number: three with probability
+``p_more``, four with ``p_more**2`` ...; at most ``max_groups``) -- and redraws every
+cell ``S`` of them from its exact conditional law given the
 others: the rows through ``S`` with the rest's contribution taken out are the rows of a
 smaller system, whose every solution :func:`kernels.sum_enum.enumerate_sums` lists with
 its log-weight; one is drawn in proportion to its weight.  When that system has more than
@@ -14,8 +16,10 @@ its log-weight; one is drawn in proportion to its weight.  When that system has 
 ``S`` as it is.  Whether it does depends only on the cells outside ``S``, which the step
 does not change, so each step is a mixture of the exact conditional redraw and the
 identity with weights fixed by the rest of the state: the target law stays invariant.
-Reaching every table is not proven (the moves are those of two or three groups at a
-time): the caller starts chains from dispersed tables and checks their agreement.
+Reaching every table is not proven in general: a redraw of every group is an exact
+draw of the whole table whenever its solutions fit the caps (small systems: the chain
+then reaches every table), but on large ones the redraws that fit take a few groups.  The
+caller starts chains from dispersed tables and checks their agreement.
 """
 
 from __future__ import annotations
@@ -41,8 +45,8 @@ def _pick(G, k, buf):
 
 
 @njit
-def redraw(x, lb, ub, lw, gptr, gcells, rptr, ridx, tgt, cptr, crow, steps, p_three,
-           max_kept, max_nodes, seed, out, every):
+def redraw(x, lb, ub, lw, gptr, gcells, rptr, ridx, tgt, cptr, crow, steps, p_more,
+           max_groups, max_kept, max_nodes, seed, out, every):
     """Run ``steps`` block redraws on ``x`` in place (see the module).
 
     Parameters
@@ -60,8 +64,10 @@ def redraw(x, lb, ub, lw, gptr, gcells, rptr, ridx, tgt, cptr, crow, steps, p_th
     cptr, crow : int64
         The rows through each cell (cell ``i``: ``crow[cptr[i]:cptr[i+1]]``).
     steps : int
-    p_three : float
-        Probability that a step takes three groups instead of two.
+    p_more : float
+        Probability of taking one more group, after the first two (repeated).
+    max_groups : int
+        The most groups one step takes (at least 2; past ``G``: ``G``).
     max_kept, max_nodes : int
         The caps of one redraw's enumeration.
     seed : int
@@ -85,7 +91,8 @@ def redraw(x, lb, ub, lw, gptr, gcells, rptr, ridx, tgt, cptr, crow, steps, p_th
     Sa = np.empty(n, np.int64)
     rows = np.empty(M, np.int64)
     lidx = np.empty(ridx.size, np.int64)
-    pick = np.empty(max(G, 3), np.int64)
+    pick = np.empty(max(G, 2), np.int64)
+    kmax = min(max(max_groups, 2), G)
     moved = 0
     redrawn = 0
     skipped = 0
@@ -93,7 +100,9 @@ def redraw(x, lb, ub, lw, gptr, gcells, rptr, ridx, tgt, cptr, crow, steps, p_th
     if G < 2:
         return moved, redrawn, skipped
     for step in range(steps):
-        k = 3 if (G > 2 and np.random.random() < p_three) else 2
+        k = 2
+        while k < kmax and np.random.random() < p_more:
+            k += 1
         _pick(G, k, pick)
         ns = 0
         for j in range(k):

@@ -16,8 +16,8 @@ For each finest cell:
 * with a ``prior``: its exact posterior (mean, mode, Pr(mode)) by the streaming
   enumeration of the sums route (``kernels.sum_enum``) where the unit's candidates number
   at most ``max_candidates``; past it, a Monte Carlo posterior
-  (:mod:`riskengine.inference.sums_gibbs`: chains redrawing the uncertain cells of two or
-  three groups -- blocks -- at a time from their exact conditional law), marked
+  (:mod:`riskengine.inference.sums_gibbs`: chains redrawing the uncertain cells of a few
+  groups -- blocks -- at a time from their exact conditional law), marked
   approximate with its diagnostics (``rhat``, ``ess`` per cell; a unit whose chains have
   not converged is named and warned of), or with ``monte_carlo=False`` no posterior.
 
@@ -59,6 +59,10 @@ __all__ = ["reconstruct"]
 
 #: candidates a unit's exact posterior may enumerate by default
 MAX_CANDIDATES = 1_000_000
+#: bumped when a unit's answer to the same inputs changes (a unit file of another version
+#: is computed again, not read back); 2: Monte Carlo units run on in rounds until they
+#: converge or their time runs out
+RESULT_VERSION = 2
 
 
 @dataclass
@@ -96,7 +100,7 @@ class UnitTask:
             h.update(np.ascontiguousarray(self.lw).tobytes())
         if self.groups is not None:
             h.update(np.ascontiguousarray(self.groups).tobytes())
-        h.update(repr((self.key, self.bounds, float(self.time_limit),
+        h.update(repr((RESULT_VERSION, self.key, self.bounds, float(self.time_limit),
                        float(self.max_candidates), int(self.draws), int(self.chains),
                        int(self.seed), float(self.mc_seconds))).encode())
         return h.hexdigest()[:32]
@@ -126,7 +130,7 @@ def solve_unit(task: UnitTask) -> dict:
     probs = np.zeros((0, 0))
     n_cand = -1
     why = "no prior given"
-    mc = {"mc_summary": "", "mc_converged": -1, "rhat": np.zeros(0), "ess": np.zeros(0)}
+    mc = _no_monte_carlo()
     if task.lw is not None:
         probs, n_cand, why = _posterior(task, b)
         if why.startswith("more than") and task.draws > 0:
@@ -137,6 +141,11 @@ def solve_unit(task: UnitTask) -> dict:
             "solution": b.solution,
             "n_programs": int(b.n_programs), "seconds": time.perf_counter() - t0,
             "n_cells": int(n), **mc}
+
+
+def _no_monte_carlo() -> dict:
+    """A unit result's Monte Carlo fields when the unit was not sampled."""
+    return {"mc_summary": "", "mc_converged": -1, "rhat": np.zeros(0), "ess": np.zeros(0)}
 
 
 def _posterior(task, b) -> tuple:
@@ -152,11 +161,7 @@ def _posterior(task, b) -> tuple:
     lo = b.lower.astype(np.int64)
     W = (b.upper - b.lower + 1).astype(np.int64)
     off = lo - task.lo
-    Wmax = int(W.max())
-    w = np.arange(Wmax)[None, :]
-    inside = w < W[:, None]
-    cols = np.minimum(off[:, None] + w, task.lw.shape[1] - 1)
-    lw = np.where(inside, np.take_along_axis(task.lw, cols, axis=1), -np.inf)
+    lw, inside = _shifted_log_weights(task.lw, off, W - 1)
     R = task.rows
     order = suggest_order(R.indptr.astype(np.int64), R.indices.astype(np.int64), n)
     out = enumerate_sums(lo, W, lw, R.indptr.astype(np.int64), R.indices.astype(np.int64),
@@ -176,28 +181,32 @@ def _posterior(task, b) -> tuple:
     return full, (-1 if overflow else int(count)), "exact"
 
 
+def _shifted_log_weights(lw, off, width) -> tuple:
+    """The prior log weights of ``lo + off + w`` for ``w = 0 .. width`` (row by row; ``lw``
+    holds those of ``lo + w``), ``-inf`` past each row's width: ``(weights, inside)``."""
+    w = np.arange(int(np.max(width, initial=0)) + 1)[None, :]
+    inside = w <= np.asarray(width)[:, None]
+    cols = np.minimum(np.asarray(off)[:, None] + w, lw.shape[1] - 1)
+    return np.where(inside, np.take_along_axis(lw, cols, axis=1), -np.inf), inside
+
+
 def _monte_carlo(task, b, why) -> tuple:
     """The unit's posterior by the block-redraw chains (:mod:`.inference.sums_gibbs`) on
     its uncertain cells (the certain ones fixed): ``(probs over lo + w, "monte carlo",
     diagnostics)``, or no posterior and the reason."""
     from .inference import sums_gibbs
     n = task.cells.size
-    none = {"mc_summary": "", "mc_converged": -1, "rhat": np.zeros(0), "ess": np.zeros(0)}
+    none = _no_monte_carlo()
     unc = np.flatnonzero(b.lower != b.upper)
     # the groups redrawn together: the codes of the unit's dim, crossed with the next dims
     # (by their number of codes) until the uncertain cells fall into at least 3 groups
     # (with 2, every redraw would take the whole unit: more than max_candidates)
     codes = (task.groups if task.groups is not None else np.zeros((n, 1), np.int64))[unc]
-    key = np.zeros(unc.size, np.int64)
-    for j in range(codes.shape[1]):
-        key = key * (int(codes[:, j].max(initial=0)) + 1) + codes[:, j]
-        if np.unique(key).size >= 3:
-            break
-    n_groups = int(np.unique(key).size)
+    groups = sums_gibbs.groups_of(codes)
+    n_groups = int(groups.max(initial=-1)) + 1
     if n_groups < 3:
         return np.zeros((0, 0)), why + "; no Monte Carlo: its uncertain cells fall into " \
-            f"{n_groups} groups (the redraws take two or three of at least 3)", none
-    groups = key
+            f"{n_groups} groups (the redraws of a unit take a few of at least 3)", none
     lb = b.lower.astype(np.int64)
     R = task.rows.tocsr()
     Ru = R[:, unc]
@@ -206,16 +215,12 @@ def _monte_carlo(task, b, why) -> tuple:
     x0 = b.solution.astype(np.int64)
     target = np.asarray(task.rlo[used] - R[used] @ np.where(b.lower == b.upper, x0, 0),
                         np.int64)
-    W = int((b.upper - b.lower).max()) + 1
-    w = np.arange(W)[None, :]
-    off = (lb - task.lo)[unc]
-    cols = np.minimum(off[:, None] + w, task.lw.shape[1] - 1)
-    lw = np.where(w <= (b.upper - b.lower)[unc][:, None],
-                  np.take_along_axis(task.lw[unc], cols, axis=1), -np.inf)
+    lw, _ = _shifted_log_weights(task.lw[unc], (lb - task.lo)[unc], (b.upper - b.lower)[unc])
     try:
         sd = sums_gibbs.sample(Ru, target, lb[unc], b.upper[unc].astype(np.int64), lw,
                                groups, x0[unc], chains=task.chains, draws=task.draws,
-                               seed=task.seed, max_seconds=task.mc_seconds)
+                               seed=task.seed, max_seconds=task.mc_seconds,
+                               until_converged=True)
     except sums_gibbs.TooSlow as e:
         return np.zeros((0, 0)), f"{why}; no Monte Carlo: {e} (raise mc_seconds)", none
     full = np.zeros((n, int((task.hi - task.lo).max()) + 1))
@@ -490,15 +495,19 @@ def reconstruct(release, prior=None, *, unit=None, level=None, bounds="exact",
     monte_carlo : bool
         Past ``max_candidates``, the unit's posterior by Monte Carlo
         (:mod:`riskengine.inference.sums_gibbs`: its uncertain cells' groups -- blocks of
-        the unit -- redrawn two or three at a time from their exact conditional law),
+        the unit -- redrawn a few at a time from their exact conditional law),
         marked approximate with its diagnostics (``rhat``, ``ess``; a unit whose chains
         have not converged is named in ``attrs`` and warned of); False: no posterior there.
     draws, chains, seed : int
-        Kept draws per chain (one per sweep of the unit's groups), chains per unit (>= 2)
-        and the seed of the Monte Carlo units.
+        Kept draws per chain (one per sweep of the unit's groups in the first round),
+        chains per unit (>= 2) and the seed of the Monte Carlo units.
     mc_seconds : float
-        A unit whose chains are estimated (by timing a few redraws first) to take longer
-        gets no posterior, and says so.
+        The time one unit's chains may take.  A unit whose first round of ``draws`` is
+        estimated (by timing a few redraws first) to take longer gets no posterior, and
+        says so; otherwise the chains run on from where they are, in rounds of ``draws``
+        draws at twice the thinning, until they converge (R-hat <= 1.01, ESS >= 400) or
+        the next round would pass ``mc_seconds`` (the unit's ``diagnostics`` name the
+        rounds; how many fit depends on the machine).
     time_limit : float
         Seconds per integer program (a program stopped there gives outer bounds and leaves
         its cells uncertain: never a false certainty).
@@ -817,6 +826,7 @@ def _assemble(pub, prior, tasks, results, fixed, unit_of, names, dropped, thresh
     n_post = 0
     reasons = {}
     mc_units, mc_bad = [], []      # units sampled by Monte Carlo; of them, not converged
+    mc_diag = []                   # their diagnostics, one line each
     rhat = np.full(n_fin, np.nan)
     ess = np.full(n_fin, np.nan)
     sampled = np.zeros(n_fin, bool)
@@ -828,6 +838,7 @@ def _assemble(pub, prior, tasks, results, fixed, unit_of, names, dropped, thresh
             continue
         if r["posterior"] == "monte carlo":
             mc_units.append(t.key)
+            mc_diag.append(f"{t.key}: {r['mc_summary']}")
             if not int(r["mc_converged"]):
                 mc_bad.append((t.key, str(r["mc_summary"])))
             rhat[c], ess[c] = r["rhat"], r["ess"]
@@ -966,10 +977,7 @@ def _assemble(pub, prior, tasks, results, fixed, unit_of, names, dropped, thresh
             attrs["mc_units"] = len(mc_units)
             attrs["mc_converged_units"] = len(mc_units) - len(mc_bad)
             attrs["converged"] = int(not mc_bad)
-            attrs["diagnostics"] = "; ".join(f"{k}: {v}" for k, v in
-                                             ([(u, str(r["mc_summary"])) for u, r in
-                                               zip([t.key for t in tasks], results)
-                                               if r["posterior"] == "monte carlo"]))
+            attrs["diagnostics"] = "; ".join(mc_diag)
         if mc_bad:
             notes.append(f"NOT CONVERGED in {len(mc_bad)} units ({mc_bad[0][0]}: "
                          f"{mc_bad[0][1]}): their confidences are not to be relied on")

@@ -33,6 +33,11 @@ def derived_rng(entropy: int, *key: int) -> np.random.Generator:
 def release_seed(release, *extra) -> int:
     """A 64-bit seed from a release and ``extra`` (a prior, settings): the same inputs give
     the same Monte Carlo answer on every run and machine."""
-    text = json.dumps(release.to_dict(), sort_keys=True, default=str) + \
-        "".join(repr(x) for x in extra)
+    if hasattr(release, "to_dict"):
+        what = release.to_dict()
+    else:                              # a table set's release: its cells by label
+        what = {"cells": release.system.labels(),
+                "values": np.asarray(release.cell_vector(), float).tolist(),
+                "mechanism": release.mechanism.describe()}
+    text = json.dumps(what, sort_keys=True, default=str) + "".join(repr(x) for x in extra)
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 __all__ = ["REGISTRY", "Cost", "Example", "Inputs", "Mechanism", "MonteCarlo", "Plan", "Route",
-           "RouteResult", "lookup", "mechanism_from_dict", "register"]
+           "RouteRefused", "RouteResult", "lookup", "mechanism_from_dict", "register"]
 
 #: registry name -> mechanism class (filled by :func:`register`)
 REGISTRY: dict = {}
@@ -85,6 +85,12 @@ def mechanism_from_dict(d: dict):
     if not isinstance(d, dict) or "name" not in d:
         raise ValueError(f"a mechanism description needs a 'name', got {d!r}")
     return lookup(d["name"]).from_dict(d)
+
+
+class RouteRefused(ValueError):
+    """A route refusing, at its run, a release it accepted at its estimate (an enumeration
+    past its limit): ``route="auto"`` goes on to the next route, a caller who named the
+    route gets the error."""
 
 
 @dataclass(frozen=True)

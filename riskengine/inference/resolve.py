@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _budget
 from ..priors import Prior, Uniform
-from ..protocol import Mechanism, MonteCarlo, Plan, RouteResult
+from ..protocol import Mechanism, MonteCarlo, Plan, RouteRefused, RouteResult
 from ..release import Release
 from ..release_set import ReleaseSet
 from . import _label
@@ -79,9 +79,9 @@ def _seconds(time) -> float:
 TIME_BUDGET = 120.0
 
 #: what a route raises when it refuses a release it accepted at its estimate (the table DP:
-#: more stored states than the budget, weights beyond the floats' range): ``auto`` goes on
-#: to the next route
-REFUSALS = (MemoryError, FloatingPointError)
+#: more stored states than the budget, weights beyond the floats' range; the sums route:
+#: more candidates than its walk visits): ``auto`` goes on to the next route
+REFUSALS = (MemoryError, FloatingPointError, RouteRefused)
 
 #: a route that has not reported progress for this many seconds gets a heartbeat call of
 #: the progress callback (:class:`_Heartbeat`)

@@ -6,9 +6,11 @@ per-cell prior log-weights.  A census tract of the ``basic`` publication has tho
 uncertain cells and more consistent tables than any enumeration reaches; its posterior is
 sampled instead.
 
-The chains (:func:`kernels.sum_redraw.redraw`) redraw the cells of two or three groups at
-a time (the blocks of a tract) from their exact conditional law given the rest; a
-redraw whose subsystem has too many solutions is skipped, which leaves the law invariant.
+The chains (:func:`kernels.sum_redraw.redraw`) redraw the cells of a few groups at a time
+(the blocks of a tract; two, three with probability 1/2, four with 1/4, ...) from their
+exact conditional law given the rest; a redraw whose subsystem has too many solutions is
+skipped, which leaves the law invariant.  On a small system a redraw of every group is
+an exact draw of the whole table.
 Single-cell or line moves barely move on such tables: most cells hold 0 or 1, and every
 short integer direction of the sums' null space meets a 0 it would make negative.  The
 chains start from dispersed consistent tables (integer programs with random objectives,
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["SumsDraws", "TooSlow", "sample"]
+__all__ = ["SumsDraws", "TooSlow", "groups_of", "sample"]
 
 #: redraws timed before the chains start (the time estimate)
 CALIBRATION_STEPS = 40
@@ -34,8 +36,26 @@ CHUNK_SWEEPS = 20
 #: caps of one redraw's enumeration (solutions kept, assignments walked)
 MAX_KEPT = 1000
 MAX_NODES = 20000
-#: probability that a step redraws three groups instead of two
-P_THREE = 0.5
+#: probability that a step takes one more group, after the first two (repeated: three
+#: groups with probability 1/2, four with 1/4, ...)
+P_MORE = 0.5
+
+
+def groups_of(codes) -> np.ndarray:
+    """The groups the redraws take a few at a time, from each cell's codes
+    ``(n, k)`` (its code on each of k dims, the preferred dim first): the first dim's
+    codes, crossed with the next dims' until there are at least 3 groups (with 2, every
+    redraw would take every cell).  Returns ``(n,)`` group numbers; fewer than 3 distinct
+    ones when the codes allow no more."""
+    codes = np.asarray(codes, np.int64)
+    if codes.ndim != 2:
+        raise ValueError(f"codes must be (cells, dims), got shape {codes.shape}")
+    key = np.zeros(codes.shape[0], np.int64)
+    for j in range(codes.shape[1]):
+        key = key * (int(codes[:, j].max(initial=0)) + 1) + codes[:, j]
+        if np.unique(key).size >= 3:
+            break
+    return np.unique(key, return_inverse=True)[1].astype(np.int64)
 
 
 class TooSlow(ValueError):
@@ -50,7 +70,9 @@ class SumsDraws:
     with ``lo`` (n,); ``diagnostics`` (xarray.Dataset over ``cell``: R-hat, ESS, MCSE;
     attrs ``max_rhat``, ``min_ess_bulk``, ``min_ess_tail``); ``converged``; ``moved``,
     ``redrawn``, ``skipped``: shares of the steps that changed the table, whose
-    subsystem was drawn from, that a cap left as they were; ``summary``: one line.
+    subsystem was drawn from, that a cap left as they were; ``summary``: one line;
+    ``rounds``, ``thin``: the rounds run and the last one's sweeps per kept draw
+    (``until_converged``); ``seconds``: the chains' wall time.
     """
 
     draws: np.ndarray
@@ -62,11 +84,15 @@ class SumsDraws:
     redrawn: float
     skipped: float
     summary: str
+    rounds: int = 1
+    thin: int = 1
+    seconds: float = 0.0
 
 
 def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: int = 1000,
-           warmup: int | None = None, seed=0, workers=None, progress=None,
-           max_seconds: float | None = None) -> SumsDraws:
+           warmup: int | None = None, thin: int = 1, seed=0, workers=None, progress=None,
+           max_seconds: float | None = None, until_converged: bool = False,
+           max_groups: int | None = None) -> SumsDraws:
     """Draws of ``x`` with ``R x = target``, ``lb <= x <= ub``, weight ``exp(sum lw)``.
 
     Parameters
@@ -78,7 +104,7 @@ def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: in
     lw : (n, W) float
         ``lw[i, w]``: log-weight of ``x_i = lb[i] + w`` (``-inf``: impossible).
     groups : (n,) int
-        The group of each cell (two or three groups are redrawn at a time): at least 2.
+        The group of each cell (a few groups are redrawn at a time): at least 2.
     x0 : (n,) int, optional
         A consistent table: chain 0 starts there; the others (all chains without it) at
         integer programs' solutions for random objectives.
@@ -86,6 +112,8 @@ def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: in
         Chains and kept draws per chain (one per sweep: as many steps as groups).
     warmup : int, optional
         Sweeps discarded first (default ``draws // 4``, at least 50).
+    thin : int
+        Sweeps per kept draw.
     seed : int or numpy.random.Generator
     workers : int, optional
         Threads the chains run on (default: the machine's cores).
@@ -94,6 +122,15 @@ def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: in
     max_seconds : float, optional
         Refuse (:class:`TooSlow`) when the chains are estimated to take longer: a few
         redraws are timed first.
+    until_converged : bool
+        While the draws fail the usual rules and the next round fits in ``max_seconds``
+        (measured on the rounds so far), run the chains on from where they stopped for
+        another round of ``draws`` draws at twice the thinning, the earlier rounds
+        becoming warm-up; the diagnostics are those of the last round (``rounds``,
+        ``thin`` and ``seconds`` on the result say what was run).
+
+    max_groups : int, optional
+        The most groups one redraw takes (default: every group).
 
     Returns
     -------
@@ -115,6 +152,14 @@ def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: in
         raise ValueError(f"chains must be >= 2 (R-hat compares chains), got {chains}")
     if draws < 10:
         raise ValueError(f"draws must be >= 10, got {draws}")
+    max_groups = 2**31 - 1 if max_groups is None else int(max_groups)
+    if max_groups < 2:
+        raise ValueError(f"max_groups must be >= 2, got {max_groups}")
+    thin = int(thin)
+    if thin < 1:
+        raise ValueError(f"thin must be >= 1, got {thin}")
+    if until_converged and max_seconds is None:
+        raise ValueError("until_converged needs max_seconds (the budget of the rounds)")
     warmup = max(50, draws // 4) if warmup is None else int(warmup)
     if groups.shape != (n,):
         raise ValueError(f"groups must give one group per cell ({n}), got shape "
@@ -149,58 +194,101 @@ def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: in
                              "sample")
         starts.append(x)
     seeds = rng.integers(1, 2**31 - 1, size=(chains, 2))
-    total = chains * (warmup + draws)
+    total = chains * (warmup + draws * thin)
     import os
     import time
     xc = starts[0].copy()
     idle1 = np.zeros((1, n), np.int64)
-    sum_redraw.redraw(xc, lb, ub, lw, gptr, gcells, rptr, ridx, target, cptr, crow,
-                      0, P_THREE, MAX_KEPT, MAX_NODES, 1, idle1, 0)    # compiled or loaded
+    sum_redraw.redraw(xc, lb, ub, lw, gptr, gcells, rptr, ridx, target, cptr, crow, 0,
+                      P_MORE, max_groups, MAX_KEPT, MAX_NODES, 1, idle1, 0)   # compiled/loaded
     t0 = time.perf_counter()
     sum_redraw.redraw(xc, lb, ub, lw, gptr, gcells, rptr, ridx, target, cptr, crow,
-                      CALIBRATION_STEPS, P_THREE, MAX_KEPT, MAX_NODES, 1, idle1, 0)
+                      CALIBRATION_STEPS, P_MORE, max_groups, MAX_KEPT, MAX_NODES, 1,
+                      idle1, 0)
     per_step = (time.perf_counter() - t0) / CALIBRATION_STEPS
     par = max(1, min(chains, int(workers) if workers else (os.cpu_count() or 1)))
     estimate = per_step * total * G / par
     if max_seconds is not None and estimate > max_seconds:
         raise TooSlow(f"the chains would take about {estimate:.0f} s ({chains} x "
-                      f"{warmup + draws} sweeps of {G} redraws, {1e3 * per_step:.2g} ms "
-                      f"each, {par} at a time), more than the {max_seconds:g} s allowed")
+                      f"{warmup + draws * thin} sweeps of {G} redraws, "
+                      f"{1e3 * per_step:.2g} ms each, {par} at a time), more than the "
+                      f"{max_seconds:g} s allowed")
 
-    def one(ch, tick):
-        x = starts[ch].copy()
-        out = np.zeros((draws, n), np.int64)
-        idle = np.zeros((1, n), np.int64)
-        stats = np.zeros(3, np.int64)
-        for k, (at, m, keep) in enumerate(_chains.schedule(warmup, draws, CHUNK_SWEEPS)):
-            buf = out[at:at + m] if keep else idle
-            s = sum_redraw.redraw(x, lb, ub, lw, gptr, gcells, rptr, ridx, target, cptr,
-                                  crow, m * G, P_THREE, MAX_KEPT, MAX_NODES,
-                                  int(seeds[ch, 0] + 7919 * k) % (2**31 - 1), buf,
-                                  G if keep else 0)
-            if keep:
-                stats += np.asarray(s, np.int64)
-            tick(m)
-        if not np.array_equal(R @ x, target):
-            raise RuntimeError(f"internal error: sums chain {ch} lost its sums")
-        return out, stats
+    calls = [0] * chains
 
-    res = _chains.run(chains, one, total, progress, workers)
-    arr = np.stack([r[0] for r in res])
-    stats = np.sum([r[1] for r in res], axis=0)
-    steps = float(chains * draws * G)
-    lo = arr.min(axis=(0, 1))
-    W = int((arr.max(axis=(0, 1)) - lo).max()) + 1 if n else 1
-    flat = arr.reshape(-1, n) - lo
-    probs = np.stack([(flat == w).mean(axis=0) for w in range(W)], axis=-1)
-    diag = gibbs.diagnostics(arr, lo, probs, ("cell",), {"cell": np.arange(n)})
+    def call_seed(ch):
+        # a kernel call's seed: the chain's seed + 7919 x its calls so far, modulo the
+        # prime 2**31 - 1 (distinct for every call of a chain)
+        calls[ch] += 1
+        return int((int(seeds[ch, 0]) + 7919 * calls[ch]) % (2**31 - 1))
+
+    def chain_round(xs, warm, th):
+        def one(ch, tick):
+            x = xs[ch].copy()
+            out = np.zeros((draws, n), np.int64)
+            idle = np.zeros((1, n), np.int64)
+            stats = np.zeros(3, np.int64)
+            for at, m, keep in _chains.schedule(warm, draws, CHUNK_SWEEPS):
+                if keep:
+                    mm = m
+                    while mm > 0:            # chunks of at most CHUNK_SWEEPS sweeps
+                        q = max(1, min(mm, CHUNK_SWEEPS // th))
+                        s = sum_redraw.redraw(
+                            x, lb, ub, lw, gptr, gcells, rptr, ridx, target, cptr, crow,
+                            q * th * G, P_MORE, max_groups, MAX_KEPT, MAX_NODES,
+                            call_seed(ch), out[at + m - mm:at + m - mm + q], th * G)
+                        stats += np.asarray(s, np.int64)
+                        tick(q * th)
+                        mm -= q
+                else:
+                    sum_redraw.redraw(x, lb, ub, lw, gptr, gcells, rptr, ridx, target, cptr,
+                                      crow, m * G, P_MORE, max_groups, MAX_KEPT,
+                                      MAX_NODES, call_seed(ch), idle, 0)
+                    tick(m)
+            if not np.array_equal(R @ x, target):
+                raise RuntimeError(f"internal error: sums chain {ch} lost its sums")
+            return out, stats, x
+        return one
+
+    def judge(arr):
+        lo = arr.min(axis=(0, 1))
+        W = int((arr.max(axis=(0, 1)) - lo).max()) + 1 if n else 1
+        flat = arr.reshape(-1, n) - lo
+        probs = np.stack([(flat == w).mean(axis=0) for w in range(W)], axis=-1)
+        diag = gibbs.diagnostics(arr, lo, probs, ("cell",), {"cell": np.arange(n)})
+        a = diag.attrs
+        ok = bool(a["max_rhat"] <= gibbs.RHAT_MAX and a["min_ess_bulk"] >= gibbs.ESS_MIN
+                  and a["min_ess_tail"] >= gibbs.ESS_MIN)
+        return lo, probs, diag, ok
+
+    t_start = time.perf_counter()
+    xs, warm, th, rnd = starts, warmup, thin, 0
+    while True:
+        t_round = time.perf_counter()
+        res = _chains.run(chains, chain_round(xs, warm, th),
+                          chains * (warm + draws * th), progress, workers)
+        spent = time.perf_counter() - t_round
+        arr = np.stack([r[0] for r in res])
+        stats = np.sum([r[1] for r in res], axis=0)
+        xs = [r[2] for r in res]
+        lo, probs, diag, converged = judge(arr)
+        rnd += 1
+        elapsed = time.perf_counter() - t_start
+        # the next round: the same draws at twice the thinning, no warm-up (the chains
+        # go on from where they are); its time from this round's sweeps
+        nxt = spent * (2 * th * draws) / (warm + th * draws)
+        if converged or not until_converged or elapsed + nxt > max_seconds:
+            break
+        warm, th = 0, 2 * th
+    steps = float(chains * draws * th * G)
     a = diag.attrs
-    converged = bool(a["max_rhat"] <= gibbs.RHAT_MAX and a["min_ess_bulk"] >= gibbs.ESS_MIN
-                     and a["min_ess_tail"] >= gibbs.ESS_MIN)
-    summary = (f"{chains} chains x {draws} draws: max R-hat {a['max_rhat']:.4f}, min bulk "
+    how = (f"{chains} chains x {draws} draws" + (f" (every {th} sweeps)" if th > 1 else "")
+           + (f" in the last of {rnd} rounds ({elapsed:.0f} s)" if rnd > 1 else ""))
+    summary = (f"{how}: max R-hat {a['max_rhat']:.4f}, min bulk "
                f"ESS {a['min_ess_bulk']:.0f}, min tail ESS {a['min_ess_tail']:.0f}"
                + ("" if converged else " (not converged by the usual rules: R-hat <= "
                   f"{gibbs.RHAT_MAX}, ESS >= {gibbs.ESS_MIN})"))
     return SumsDraws(draws=arr, lo=lo, probs=probs, diagnostics=diag, converged=converged,
                      moved=stats[0] / steps, redrawn=stats[1] / steps,
-                     skipped=stats[2] / steps, summary=summary)
+                     skipped=stats[2] / steps, summary=summary, rounds=rnd, thin=th,
+                     seconds=elapsed)

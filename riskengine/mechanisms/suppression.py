@@ -32,7 +32,7 @@ from ..inference.fiber import Fiber
 from ..inference.gibbs import BlockGibbs
 from ..inference.grouped import Grouped2D
 from ..inference.hypergeometric import Hypergeometric
-from ..inference.sums import SumEnumerate
+from ..inference.sums import SumEnumerate, SumsGibbs
 from ..inference.table_dp import TableDP
 from ..magnitude.contributions import Contributions
 from ..magnitude.csp import COSTS, METHODS, find_pattern
@@ -208,7 +208,7 @@ class CellSuppression(Mechanism):
     additive = True
     suppressible_totals = True
     windows = staticmethod(entry_windows)
-    structure_routes = (SumEnumerate(),)
+    structure_routes = (SumEnumerate(), SumsGibbs())
     routes = (Fiber(), TableDP(), Hypergeometric(count_by=TableDP()), Grouped2D(),
               Enumerate3D(), BlockGibbs())
 

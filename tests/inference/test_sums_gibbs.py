@@ -79,6 +79,35 @@ def test_draws_follow_the_exact_posterior_on_random_systems(seed):
         assert (np.abs(q - p) <= 5 * np.sqrt(p * (1 - p) / ess) + 0.01).all()
 
 
+def test_rounds_run_on_at_doubled_thinning_until_the_budget():
+    # 4 chains x 50 draws can never reach ESS 400: the rounds go on, each at twice the
+    # thinning of the last, until the next would pass the budget; the draws stay draws
+    # of the exact law
+    R, target, lb, ub, lw, groups, x = _system(3)
+    X, w = _exact(R, target, lb, ub, lw)
+    sd = sums_gibbs.sample(R, target, lb, ub, lw, groups, x, chains=4, draws=50, seed=3,
+                           max_seconds=2.0, until_converged=True)
+    assert sd.rounds >= 2 and sd.thin == 2 ** (sd.rounds - 1)
+    assert not sd.converged
+    assert f"(every {sd.thin} sweeps) in the last of {sd.rounds} rounds" in sd.summary
+    assert sd.draws.shape == (4, 50, R.shape[1])
+    flat = sd.draws.reshape(-1, R.shape[1])
+    assert {tuple(v) for v in flat} <= {tuple(v) for v in X}
+    mcse = sd.diagnostics["mcse_mean"].values
+    assert (np.abs(flat.mean(axis=0) - w @ X) <= 5 * mcse + 1e-9).all()
+    # a run that converges in its first round stops there
+    one = sums_gibbs.sample(R, target, lb, ub, lw, groups, x, chains=4, draws=1500, seed=3,
+                            max_seconds=600.0, until_converged=True)
+    assert one.converged and one.rounds == 1 and one.thin == 1
+    # thinning by hand: the same law, draws every 3 sweeps
+    th = sums_gibbs.sample(R, target, lb, ub, lw, groups, x, chains=4, draws=500, seed=3,
+                           thin=3)
+    assert th.thin == 3 and th.rounds == 1
+    flat = th.draws.reshape(-1, R.shape[1])
+    mcse = th.diagnostics["mcse_mean"].values
+    assert (np.abs(flat.mean(axis=0) - w @ X) <= 5 * mcse + 1e-9).all()
+
+
 def test_chains_the_redraws_cannot_join_are_flagged():
     # a ring of 4 groups of one cell each: x0 + x1 = x1 + x2 = x2 + x3 = x3 + x0 = 1 has
     # two solutions, and fixing any one group fixes every other: no redraw of 2 or 3
@@ -88,15 +117,21 @@ def test_chains_the_redraws_cannot_join_are_flagged():
                       shape=(4, 4))
     target = np.ones(4, np.int64)
     lw = np.zeros((4, 2))
-    sd = sums_gibbs.sample(R, target, np.zeros(4, np.int64), np.ones(4, np.int64), lw,
-                           np.arange(4), np.array([1, 0, 1, 0]), chains=8, draws=100,
-                           seed=3)
+    args = (R, target, np.zeros(4, np.int64), np.ones(4, np.int64), lw, np.arange(4),
+            np.array([1, 0, 1, 0]))
+    sd = sums_gibbs.sample(*args, chains=8, draws=100, seed=3, max_groups=3)
     starts = {tuple(sd.draws[c, 0]) for c in range(8)}
     assert starts == {(1, 0, 1, 0), (0, 1, 0, 1)}
     assert sd.moved == 0.0
     assert not sd.converged
     assert "not converged" in sd.summary
     assert np.isinf(sd.diagnostics.attrs["max_rhat"])
+    # with every group in reach (the default), a redraw of all four is an exact draw of
+    # the whole table: the chains cross between the two solutions, each half the time
+    sd = sums_gibbs.sample(*args, chains=8, draws=2000, seed=3)
+    assert sd.moved > 0.05 and sd.converged, sd.summary
+    share = sd.draws[..., 0].mean()
+    assert abs(share - 0.5) <= 5 * float(sd.diagnostics["mcse_mean"].values[0])
 
 
 def test_bad_inputs_are_refused_by_name():
@@ -109,6 +144,12 @@ def test_bad_inputs_are_refused_by_name():
         sums_gibbs.sample(R, target, lb, ub, lw, np.zeros_like(groups))
     with pytest.raises(ValueError, match="one group per cell"):
         sums_gibbs.sample(R, target, lb, ub, lw, groups[:-1])
+    with pytest.raises(ValueError, match="max_groups must be >= 2"):
+        sums_gibbs.sample(R, target, lb, ub, lw, groups, max_groups=1)
+    with pytest.raises(ValueError, match="thin must be >= 1"):
+        sums_gibbs.sample(R, target, lb, ub, lw, groups, thin=0)
+    with pytest.raises(ValueError, match="until_converged needs max_seconds"):
+        sums_gibbs.sample(R, target, lb, ub, lw, groups, until_converged=True)
     bad = x.copy()
     bad[0] += 1
     with pytest.raises(ValueError, match="x0 is not a consistent table"):

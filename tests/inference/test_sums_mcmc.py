@@ -1,0 +1,83 @@
+"""The Monte Carlo route of suppressed hierarchical tables and linked sets (``gibbs``:
+riskengine.inference.sums.SumsGibbs, the block redraws of riskengine.inference.sums_gibbs)
+against the exact sums route and the brute force of tests/reference/cell_system.py; and
+``route="auto"`` going on to it when the exact walk passes its limit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import riskengine as rk
+from riskengine.inference import sums
+from tests.inference.test_sums_route import big_release, random_releases
+from tests.reference import cell_system as ref_cs
+
+
+def _agree(mc, pmf, n_fin):
+    """Every cell's share of draws at every value within 5 binomial standard errors at
+    the cell's ESS (+0.01) of the exact pmf ``{(cell, value): p}`` (a value never drawn:
+    share 0)."""
+    da = mc.pmf
+    values = da["value"].values
+    got = da.values.reshape(n_fin, len(values))
+    ess = mc.diagnostics["ess_bulk"].values.reshape(-1)
+    lo = min(int(values[0]), min(v for _, v in pmf))
+    hi = max(int(values[-1]), max(v for _, v in pmf))
+    for j in range(n_fin):
+        want = np.zeros(hi - lo + 1)
+        for (jj, v), p in pmf.items():
+            if jj == j:
+                want[v - lo] = p
+        have = np.zeros(hi - lo + 1)
+        have[values[0] - lo:values[-1] - lo + 1] = got[j]
+        want = np.clip(want, 0.0, 1.0)
+        e = max(float(ess[j]), 1.0) if np.isfinite(ess[j]) else np.inf
+        tol = 5 * np.sqrt(want * (1 - want) / e) + 0.01
+        assert (np.abs(have - want) <= tol).all(), (j, have, want)
+
+
+def test_monte_carlo_route_agrees_with_brute_force_on_random_releases():
+    checked = 0
+    for r, f in random_releases(np.random.default_rng(21), 14):
+        if len(f) < 3 or np.isnan(r.rel.values[: r.system.n_interior]).sum() < 2:
+            continue
+        logw = ref_cs.log_prior(("poisson", 2.5), f)
+        _, _, pmf = ref_cs.posterior_from(f, logw)
+        mc = rk.posterior(r.rel, rk.priors.Poisson(2.5), route="gibbs")
+        a = mc.attrs
+        assert a["route"] == "gibbs" and a["converged"] == 1, a.get("diagnostics")
+        assert "Monte Carlo" in a["approximation"]
+        assert "not proven to reach every candidate" in a["approximation"]
+        assert mc.n_candidates is None
+        _agree(mc, pmf, r.system.n_interior)
+        d = mc.sample(500, np.random.default_rng(1)).values.reshape(500, -1)
+        assert r.meets_every_sum(d)                 # whole tables replayed from the chains
+        checked += 1
+    assert checked >= 6
+
+
+def test_auto_goes_on_to_monte_carlo_past_the_walk_limit(monkeypatch):
+    # counts near 150, R1's districts hidden in every column: two free dimensions and
+    # thousands of candidates; the walk's limit lowered to 50 candidates
+    r, _ = big_release("two free")
+    f = ref_cs.param_completions(r.E, r.b, r.system.n_interior)
+    _, _, pmf = ref_cs.posterior_from(f, ref_cs.log_prior(("poisson", 150.0), f))
+    monkeypatch.setattr(sums, "MAX_LEAVES", 50)
+    with pytest.raises(ValueError, match=r"stopped after 50 candidate tables .*\(route='gibbs' "
+                       "samples it"):
+        rk.posterior(r.rel, rk.priors.Poisson(150), route="sums")
+    mc = rk.posterior(r.rel, rk.priors.Poisson(150))
+    a = mc.attrs
+    assert a["route"] == "gibbs"
+    assert "sums:" in a["route_reason"]
+    assert a["converged"] == 1, a.get("diagnostics")
+    _agree(mc, pmf, r.system.n_interior)
+
+
+def test_fewer_than_two_unknown_cells_do_not_apply():
+    r, _ = big_release("block")
+    route = sums.SumsGibbs()
+    p = rk.inference.resolve.plan(r.rel, rk.priors.Uniform())
+    assert route.applies(p) is None
+    assert sums.SumsGibbs._groups(r.rel, sums.SumEnumerate._problem(p)).max() + 1 >= 2

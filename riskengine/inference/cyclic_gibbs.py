@@ -12,8 +12,10 @@ the sign cube into pieces: dispersed starts and R-hat are the guard, and the tes
 with the exact routes).  Several sign vectors of one table all count, as in the exact
 likelihood: the chain samples sign vectors and reports their tables.  Chains start from
 ``e = 0`` (the published table) and from random sign vectors; a start of weight 0 climbs
-into the support during warm-up (every impossible factor costs a fixed penalty), and a
-chain still outside it after warm-up is an error, not an answer.
+into the support during warm-up (every impossible factor costs a fixed penalty); a random
+start still outside it after warm-up is restarted from a draw of the chains that reached
+it (``attrs["restarted_chains"]`` says so), and when no chain reaches it the route
+refuses.
 """
 
 from __future__ import annotations
@@ -81,27 +83,44 @@ class CyclicGibbs(BlockGibbs):
         n_it = self.warmup + self.draws
         args = (ptr, grp, coef, pb.pmin, pb.logF, pb.K, pb.alpha, pb.beta, pb.gamma, any_zero)
 
-        def one(ch, tick):
-            e = starts[ch].astype(np.int64).copy()
+        def one(ch, tick, start=None):
+            e = (starts[ch] if start is None else start).astype(np.int64).copy()
             o = (pb.R @ e).astype(np.int64)
-            moves.seed(int(seeds[ch]))
+            moves.seed(int(seeds[ch]) + (0 if start is None else 7919))
             out = np.zeros((self.draws, m), np.int64)
             idle = np.zeros((1, 1), np.int64)
             for at, n, keep in _chains.schedule(self.warmup, self.draws):
                 buf = out[at:at + n] if keep else idle
                 w = moves.cyclic_sweeps(e, o, *args, n, keep, buf)
                 if (keep or at + n == self.warmup) and w <= -1e5:
-                    raise ValueError(
-                        f"cyclic Gibbs chain {ch} found no sign vector of positive weight "
-                        f"in {self.warmup} warm-up sweeps (from "
-                        f"{'the published table' if ch == 0 else 'a random sign vector'}); "
-                        "no Monte Carlo answer")
+                    return None                      # still outside the support
                 tick(n)
             return out
 
-        signs = np.stack(_chains.run(self.chains, one, self.chains * n_it, progress,
-                                     self.workers, self.scheduler))
+        runs = _chains.run(self.chains, one, self.chains * n_it, progress, self.workers,
+                           self.scheduler)
+        stuck = [ch for ch, r in enumerate(runs) if r is None]
+        if len(stuck) == self.chains:
+            raise ValueError(
+                f"no cyclic Gibbs chain found a sign vector of positive weight in "
+                f"{self.warmup} warm-up sweeps (from the published table and from random "
+                "sign vectors); no Monte Carlo answer")
+        notes = {}
+        if stuck:
+            # a random start that never reached the support: restart it from a kept draw
+            # of the chains that did (a sign vector of positive weight), drawn at random
+            pool = np.concatenate([r for r in runs if r is not None])
+            for ch in stuck:
+                runs[ch] = one(ch, lambda k: None, pool[rng.integers(len(pool))])
+                if runs[ch] is None:             # pragma: no cover - in the support already
+                    raise RuntimeError(f"internal error: cyclic Gibbs chain {ch} left "
+                                       "the support")
+            notes["restarted_chains"] = (
+                f"{len(stuck)} of {self.chains} chains found no sign vector of positive "
+                f"weight from their start in {self.warmup} warm-up sweeps and were "
+                "restarted from a draw of the others (less dispersed starts)")
+        signs = np.stack(runs)
         C = mech.cycles
         tables = tables_from_signs(pb.P, signs.reshape(-1, m), C)
         draws = tables.reshape((self.chains, self.draws) + tuple(release.shape))
-        return self._result(release, draws)
+        return self._result(release, draws, notes=notes)

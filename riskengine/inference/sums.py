@@ -15,6 +15,8 @@ at ``MAX_LEAVES`` (an honest refusal, never a partial answer).
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from ..protocol import Cost, Route, RouteRefused, RouteResult
@@ -290,7 +292,10 @@ class SumsGibbs(BlockGibbs):
     there are at least 3).  That the redraws reach every candidate is not proven for
     these structures (a redraw of every group is an exact draw where its solutions fit
     the caps, so small releases are covered): the result says so, and R-hat / ESS over
-    chains from dispersed starts (random-objective integer programs) are the check."""
+    chains from dispersed starts (random-objective integer programs) are the check.  The
+    chains run on in rounds of ``draws`` draws at doubled thinning until R-hat <= 1.01 and
+    ESS >= 400 or the next round would pass the time budget (``time=`` of
+    ``rk.posterior``, default 120 s); ``attrs["rounds"]`` says what ran."""
 
     name = "gibbs"
     exact = False
@@ -331,7 +336,7 @@ class SumsGibbs(BlockGibbs):
                          f"{secs:.2g} s", seconds=secs)
 
     def run(self, plan, *, count=True):
-        from .sums_gibbs import sample
+        from .sums_gibbs import TooSlow, sample
         release = plan.release
         s = release.system
         p = SumEnumerate._problem(plan)
@@ -342,9 +347,16 @@ class SumsGibbs(BlockGibbs):
                              f"this prior: {exc}") from None
         groups = self._groups(release, p)
         rng = self._rng(release, plan.prior)
-        sd = sample(p.rows, p.target, p.lo, p.lo + p.W - 1, ulw, groups, None,
-                    chains=self.chains, draws=self.draws, warmup=self.warmup,
-                    seed=rng, workers=self.workers, progress=plan.progress)
+        args = (p.rows, p.target, p.lo, p.lo + p.W - 1, ulw, groups, None)
+        kw = {"chains": self.chains, "draws": self.draws, "warmup": self.warmup,
+              "workers": self.workers, "progress": plan.progress}
+        from .resolve import TIME_BUDGET
+        budget = plan.seconds if plan.seconds is not None else TIME_BUDGET
+        try:       # rounds of doubled thinning until converged, within the time budget
+            sd = sample(*args, seed=copy.deepcopy(rng), max_seconds=budget,
+                        until_converged=True, **kw)
+        except TooSlow:        # one round is past the budget: run it (the route was chosen)
+            sd = sample(*args, seed=rng, **kw)
         n_fin = s.n_interior
         base = np.zeros(n_fin, np.int64)
         kn = np.flatnonzero(p.known)
@@ -357,11 +369,17 @@ class SumsGibbs(BlockGibbs):
                                         "from the Monte Carlo draws")
         notes = {"moves": (f"block redraws of a few of {int(groups.max()) + 1} groups "
                            f"({sd.moved:.1%} of redraws moved, {sd.skipped:.1%} skipped "
-                           "at a cap); not proven to reach every candidate")}
+                           "at a cap); not proven to reach every candidate"),
+                 "rounds": (f"{sd.rounds} round{'s' if sd.rounds > 1 else ''} in "
+                            f"{sd.seconds:.0f} s, the last keeping a draw every {sd.thin} "
+                            f"sweep{'s' if sd.thin > 1 else ''} (more rounds until "
+                            f"converged, within the time budget of {budget:g} s)")}
         return self._result(
             release, full.reshape((self.chains, self.draws) + tuple(s.shape)),
-            f"Monte Carlo: block redraws, {self.chains} chains x {self.draws} draws; the "
-            "moves are not proven to reach every candidate", notes=notes, parts=(part,))
+            f"Monte Carlo: block redraws, {self.chains} chains x {self.draws} draws"
+            + (f" (every {sd.thin} sweeps)" if sd.thin > 1 else "")
+            + "; the moves are not proven to reach every candidate", notes=notes,
+            parts=(part,))
 
 
 def _cores() -> int:

@@ -34,7 +34,7 @@ import numpy as np
 
 from ._atomic import atomic_write_text
 from ._formats._lines import FormatError
-from ._formats.argus import ArgusTable, read_argus
+from ._formats.argus import ArgusTable, largest_of_sums, read_argus
 from ._formats.status import FROM_LETTERS, TAUARGUS_CODES
 
 __all__ = [
@@ -144,12 +144,9 @@ def _rule_sensitivity(at: ArgusTable, rules) -> tuple:
     if miss.any():
         M = s.M.tocsr()                 # the finest cells are the system's first cells
         for j in np.flatnonzero(miss):
-            rows = M.indices[M.indptr[j]:M.indptr[j + 1]]
-            freq[j] = np.nansum(freq[rows])
-            if top.shape[1]:
-                allv = np.sort(np.nan_to_num(top[rows].ravel()))[::-1]
-                top[j] = allv[: top.shape[1]] if allv.size >= top.shape[1] else \
-                    np.pad(allv, (0, top.shape[1] - allv.size))
+            freq[j] = np.nansum(freq[M.indices[M.indptr[j]:M.indptr[j + 1]]])
+        if top.shape[1]:
+            top = largest_of_sums(top, M, np.flatnonzero(miss))
     if np.isnan(freq).any():
         j = int(np.argmax(np.isnan(freq)))
         raise ValueError(f"{s.labels()[j]} has no frequency: the safety rules need the "
@@ -338,12 +335,7 @@ def read_pattern(at: ArgusTable, source, status_column: str | None = None,
     name, text = read_source(source, encoding)
     s = at.system
     dims = at.explanatory
-    _, grid_codes, ids = s.grids[next(iter(s.grids))]
-    pos = [{c: j for j, c in enumerate(cs)} for cs in grid_codes]
-    for k, e in enumerate(dims):
-        tot = at.metadata.variable(e).totcode
-        if tot not in pos[k] and "Total" in pos[k]:
-            pos[k][tot] = pos[k]["Total"]
+    pos, ids = at.code_index()
     letters = {**FROM_LETTERS["tauargus"], **FROM_LETTERS["sdctable"],
                "V": "safe", "A": "primary", "B": "primary", "C": "primary", "D": "secondary",
                "F": "primary"}          # the SBS output's letters (WRITETABLE type 4)
@@ -644,14 +636,8 @@ def write_argus_output(at: ArgusTable, release, status, path, kind: int = 3,
         raise ValueError(f"tau-Argus output type {kind}: riskengine writes types 1 (CSV), "
                          "2 (CSV for pivot tables) and 3 (code-value); types 4-7 (SBS, "
                          "intermediate, JJ, CKM) are not written here (JJ: write_jj)")
-    s = at.system
-    _, grid_codes, ids = s.grids[next(iter(s.grids))]
-    pos = [{c: j for j, c in enumerate(cs)} for cs in grid_codes]
+    pos, ids = at.code_index()
     dims = at.explanatory
-    for k, e in enumerate(dims):
-        tot = at.metadata.variable(e).totcode
-        if tot not in pos[k] and "Total" in pos[k]:
-            pos[k][tot] = pos[k]["Total"]
     reasons = release.info.get("reason")
     resp = at.table.name
     dec = max(at.metadata.variable(resp).decimals, 0) if resp else 0
@@ -822,11 +808,8 @@ def run_batch(source, out_dir=None, progress=None) -> BatchResult:
             at = res.tables[k - 1]
             ap = read_hst(batch.resolve(a["file"]), n_dims=len(at.explanatory),
                           separator=a["separator"])
-            s = at.system
-            _, gc, ids = s.grids[next(iter(s.grids))]
-            pos = [{cc: j for j, cc in enumerate(cs)} for cs in gc]
-            cells = _apply_apriori(at.cells, ap, at.explanatory, pos, ids, a["file"],
-                                   at.metadata)
+            pos, ids = at.code_index()
+            cells = _apply_apriori(at.cells, ap, at.explanatory, pos, ids, a["file"])
             res.tables[k - 1] = ArgusTable(at.table, cells, at.metadata, at.response,
                                            at.explanatory, ap)
             specs[k - 1]["table"] = res.tables[k - 1]

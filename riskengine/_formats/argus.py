@@ -35,7 +35,7 @@ from ..table import Table
 from ._lines import FormatError
 from .status import STATUSES
 
-__all__ = ["ArgusTable", "read_argus"]
+__all__ = ["ArgusTable", "code_index", "largest_of_sums", "read_argus"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,11 @@ class ArgusTable:
         """The cell system of the table (every published cell; see ``cells``)."""
         return self.table.system()
 
+    def code_index(self) -> tuple:
+        """``(pos, ids)``: the cell of codes ``c`` is ``ids[tuple(pos[k][c[k]] ...)]``
+        (:func:`code_index`: the ``<TOTCODE>`` an alias of the total)."""
+        return code_index(self.system, self.explanatory, self.metadata)
+
     def vector(self, column: str, fill=np.nan) -> np.ndarray:
         """Column ``column`` of ``cells`` as a float vector in the system's cell order.
 
@@ -113,6 +118,34 @@ class ArgusTable:
         if bad:
             raise ValueError(f"unknown status {bad[0]!r}; statuses are {STATUSES}")
         return self.cells["status"].isin(names).to_numpy()
+
+
+def code_index(s, dims, meta) -> tuple:
+    """``(pos, ids)`` of a table's cell system: ``pos[k]`` maps dim ``k``'s codes to their
+    grid positions (the rda's ``<TOTCODE>`` an alias of the system's ``"Total"``), and the
+    cell of codes ``c`` is ``ids[tuple(pos[k][c[k]] for k ...)]`` (-1: not a cell)."""
+    _, grid_codes, ids = s.grids[next(iter(s.grids))]
+    pos = [{c: j for j, c in enumerate(cs)} for cs in grid_codes]
+    for k, e in enumerate(dims):             # the total code as the system names it
+        tot = meta.variable(e).totcode
+        if tot not in pos[k] and "Total" in pos[k]:
+            pos[k][tot] = pos[k]["Total"]
+    return pos, ids
+
+
+def largest_of_sums(top, M, cells) -> np.ndarray:
+    """``top`` (system cells x n, the largest contributions of each) with every cell of
+    ``cells`` given the n largest among its finest cells' (zero-padded; contributors of
+    different finest cells are different).  ``M``: the system's membership matrix (the
+    finest cells are its first columns)."""
+    top = np.array(top, float)
+    M = M.tocsr()
+    n = top.shape[1]
+    for j in cells:
+        rows = M.indices[M.indptr[j]:M.indptr[j + 1]]
+        allv = np.sort(np.nan_to_num(top[rows].ravel()))[::-1][:n]
+        top[j] = np.pad(allv, (0, n - allv.size))
+    return top
 
 
 def _hierarchy(var, codes_seen, base: Path | None, name: str) -> tuple:
@@ -284,12 +317,7 @@ def _assemble(meta, frame, expl, response, count_table, freq_var, vcol, hier, le
               kind="count" if count_table else "magnitude", hierarchies=hier or None,
               name=vcol)
     s = t.system()
-    _, grid_codes, ids = s.grids[next(iter(s.grids))]
-    pos = [{c: j for j, c in enumerate(cs)} for cs in grid_codes]
-    for k, e in enumerate(expl):             # the total code as the system names it
-        tot = meta.variable(e).totcode
-        if tot not in pos[k] and "Total" in pos[k]:
-            pos[k][tot] = pos[k]["Total"]
+    pos, ids = code_index(s, expl, meta)
     cell_of = np.array([ids[tuple(pos[k][code_cols[k][i]] for k in range(len(expl)))]
                         for i in range(len(frame))], np.int64)
     dup = pd.Series(cell_of).duplicated(keep=False).to_numpy() & \
@@ -354,12 +382,8 @@ def _assemble(meta, frame, expl, response, count_table, freq_var, vcol, hier, le
         redo &= s.published
         if redo.any():
             cols = [v.name for v in meta.maxscore]
-            top = np.stack([cells[c].astype(float).to_numpy() for c in cols], axis=1)
-            M = s.M.tocsr()                 # the finest cells are the system's first cells
-            for j in np.flatnonzero(redo):
-                rows = M.indices[M.indptr[j]:M.indptr[j + 1]]
-                allv = np.sort(np.nan_to_num(top[rows].ravel()))[::-1][: len(cols)]
-                top[j] = np.pad(allv, (0, len(cols) - allv.size))
+            top = largest_of_sums(np.stack([cells[c].astype(float).to_numpy() for c in cols],
+                                           axis=1), s.M, np.flatnonzero(redo))
             for k, c in enumerate(cols):
                 cells[c] = top[:, k]
     for j, v in enumerate(meta.maxscore):
@@ -389,23 +413,21 @@ def _assemble(meta, frame, expl, response, count_table, freq_var, vcol, hier, le
     ap = None
     if hst is not None:
         ap = read_hst(hst, n_dims=len(expl), separator=hst_separator)
-        cells = _apply_apriori(cells, ap, expl, pos, ids, str(hst), meta)
+        cells = _apply_apriori(cells, ap, expl, pos, ids, str(hst))
     return ArgusTable(t, cells.reset_index(drop=True), meta, None if count_table else response,
                       expl, ap)
 
 
-def _apply_apriori(cells, ap, expl, pos, ids, name, meta) -> pd.DataFrame:
+def _apply_apriori(cells, ap, expl, pos, ids, name) -> pd.DataFrame:
     """tau-Argus's apriori actions on the cells (``TableSet.processAprioryFile``)."""
     cells = cells.copy()
     for col in ("cost", "lower_bound", "upper_bound", "lower_pl", "upper_pl"):
         if col not in cells:
             cells[col] = np.nan
-    tot = {k: meta.variable(e).totcode for k, e in enumerate(expl)}
     for row in ap.itertuples(index=False):
         codes = tuple(row.codes)
         try:
-            j = int(ids[tuple(pos[k][c if c != tot[k] else tot[k]] for k, c in
-                              enumerate(codes))])
+            j = int(ids[tuple(pos[k][c] for k, c in enumerate(codes))])
         except KeyError:
             raise FormatError(name, int(row.line), "no such cell: "
                               + ", ".join(f"{e}={c!r}" for e, c in zip(expl, codes))) from None

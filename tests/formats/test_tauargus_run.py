@@ -68,7 +68,7 @@ def test_tau_argus_pattern_read_back_and_audited(ex1):
 def test_riskengine_protects_it_with_the_same_pattern(ex1):
     at, rules = ex1
     for method in ("heuristic", "optimal"):
-        rel, st = rk.protect_argus(at, rules, method=method)
+        _rel, st = rk.protect_argus(at, rules, method=method)
         assert _cells(at, st == "primary") == set(TAU_PRIMARY)
         assert _cells(at, st == "secondary") == TAU_SECONDARY, method
 
@@ -92,3 +92,28 @@ def test_the_batch_job_itself(tmp_path):
     # the original job names tau-Argus's files by absolute Windows paths: refused clearly
     with pytest.raises(Exception, match=r"ex1\.rda: cannot read the file"):
         rk.run_batch(DATA / "ex1.arb")
+
+
+def test_apriori_in_a_batch_names_totals_by_the_rdas_totcode(tmp_path):
+    # SIZE's total coded "Tot" (its <TOTCODE>), and an apriori file protecting the total
+    # of activity 01 by that code: the batch's <APRIORI> finds the cell (one code index,
+    # riskengine._formats.argus.code_index, for every reader and writer)
+    shutil.copy(DATA / "ex1.csv", tmp_path / "ex1.csv")
+    rda = (DATA / "ex1.rda").read_text()
+    (tmp_path / "ex1.rda").write_text(rda.replace('SIZE\n  <RECODEABLE>\n  <TOTCODE> "Total"',
+                                                  'SIZE\n  <RECODEABLE>\n  <TOTCODE> "Tot"'))
+    assert (tmp_path / "ex1.rda").read_text() != rda
+    tab = [line.split(",") for line in (DATA / "ex1.tab").read_text().splitlines()]
+    (tmp_path / "ex1.tab").write_text("".join(
+        ",".join([f[0], "Tot" if f[1] == "Total" else f[1], *f[2:]]) + "\n" for f in tab))
+    (tmp_path / "a.hst").write_text("01,Tot,P\n")
+    (tmp_path / "job.arb").write_text(
+        '<OPENTABLEDATA> "ex1.tab"\n<OPENMETADATA> "ex1.rda"\n'
+        '<SPECIFYTABLE> "ACTIVITY""SIZE"|"VAL"||\n<SAFETYRULE> FREQ(3,10)|NK(1,85)\n'
+        '<READTABLE> 1\n<APRIORI> "a.hst", 1, ","\n<SUPPRESS> MOD(1,5,1,0,0)\n')
+    res = rk.run_batch(tmp_path / "job.arb")
+    at = res.tables[0]
+    c = at.cells
+    row = c[(c["ACTIVITY"].astype(str).str.strip() == "01")
+            & (c["SIZE"].astype(str).str.strip().isin(["Tot", "Total"]))]
+    assert len(row) == 1 and row["status"].iloc[0] == "forced_safe"

@@ -925,6 +925,7 @@ def _assemble(pub, prior, tasks, results, fixed, unit_of, names, dropped, thresh
     n_cert_persons = int(lower.sum())
     conf_ok = conf >= threshold
     attrs = {
+        "riskengine_kind": "reconstruct",       # what riskengine.report reads it as
         "what": pub.what,
         "mechanism": pub.mechanism,
         "persons": persons,

@@ -12,8 +12,8 @@ from .._version import __version__
 from .argus import cmd_audit, cmd_run, cmd_suppress
 from .counts import cmd_analyze, cmd_assess, cmd_count, cmd_protect
 from .experiments import cmd_compare, cmd_simulate
-from .reconstruct import cmd_reconstruct
 from .output import cmd_report
+from .reconstruct import cmd_reconstruct
 from .releases import GROUPS_SYNTAX
 from .routes import cmd_routes
 from .rules import RULE_SYNTAX, rule_spec
@@ -313,14 +313,17 @@ def build_parser() -> argparse.ArgumentParser:
     rc.add_argument("config", nargs="?",
                     help="TOML config (default: bundled reconstruct_example)")
     rc.add_argument("--out", default="riskengine-out/reconstruct",
-                    help="output folder (reconstruct.nc, records.csv, units/; a rerun "
-                         "resumes from the units already there)")
+                    help="output folder (reconstruct.nc, records.csv, reconstruct.html, "
+                         "units/; a rerun resumes from the units already there)")
     rc.add_argument("--workers", type=_at_least("--workers", 1),
                     help="local worker processes (overrides the config)")
     rc.add_argument("--scheduler", help="serial | dask | tcp://host:port (overrides config)")
+    rc.add_argument("--no-report", dest="report", action="store_false",
+                    help="no HTML report (an earlier reconstruct.html in the folder is "
+                         "removed)")
     rc.set_defaults(func=cmd_reconstruct)
     r = sub.add_parser("report", help="HTML report + PNG plots of a results netCDF "
-                       "(from assess, compare, simulate or analyze)")
+                       "(from assess, compare, simulate, analyze or reconstruct)")
     r.add_argument("results", help="results netCDF (e.g. riskengine-out/posterior.nc)")
     r.add_argument("--out", help="output folder (default: the folder of RESULTS); the "
                    "report is named after the kind of results (assess.html, compare.html, "

@@ -6,14 +6,15 @@ progress, and writes into ``--out``: ``reconstruct.nc`` (every finest cell's bou
 certainty and posterior summary, and the ranked records), ``records.csv`` (the claims
 "this area holds at least k persons of this type", most confident first), and the
 per-unit results ``units/*.nc`` with ``summary.csv`` -- a rerun with the same ``--out``
-resumes from the units already there.
+resumes from the units already there -- and the report ``reconstruct.html``
+(``--no-report``: none).
 """
 
 from __future__ import annotations
 
 import sys
 
-from .output import Progress, bundled, out_dir
+from .output import Progress, bundled, maybe_report, out_dir
 
 
 def cmd_reconstruct(args) -> int:
@@ -70,6 +71,7 @@ def cmd_reconstruct(args) -> int:
         print(f"against the truth: {100 * a['confident_correct']:.1f} % of the confident "
               "records are right")
     print(f"results written to {path}, {out / 'records.csv'} and {out / 'units'}")
+    maybe_report(args, ds, path, "reconstruct")
     sys.stdout.flush()
     return 0
 

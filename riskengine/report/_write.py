@@ -13,6 +13,7 @@ from .analyze import _analyze
 from .assess import _assess
 from .audit import _audit
 from .compare import _compare
+from .reconstruct import _reconstruct
 from .simulate import _simulate
 
 
@@ -32,6 +33,8 @@ def _kind(ds: xr.Dataset) -> str:
         return "analyze"
     if "suppressed" in ds and "lower" in ds and "exact" in ds:
         return "audit"
+    if "record_k" in ds and "certain" in ds and "unit" in ds:
+        return "reconstruct"
     raise ValueError(f"cannot tell which riskengine result this is: no attrs[{KIND_ATTR!r}] and "
                      f"variables {sorted(ds.data_vars)} fit none of {', '.join(KINDS)}")
 
@@ -63,7 +66,8 @@ _TITLES = {"assess": "Disclosure-risk assessment of a release",
            "compare": "Comparison of protection mechanisms: risk and utility",
            "simulate": "Intruder simulation study",
            "analyze": "The user's analysis: statistics of the original table",
-           "audit": "Audit of a magnitude release: what an intruder can derive"}
+           "audit": "Audit of a magnitude release: what an intruder can derive",
+           "reconstruct": "Reconstruction audit of a table set: the persons it pins down"}
 
 
 def render_report(obj, *, release=None, truth=None, level: float = 0.95,
@@ -106,6 +110,8 @@ def _render(obj, *, release, truth, level, title, threshold, max_expected) -> tu
         _analyze(doc, ds)
     elif kind == "audit":
         _audit(doc, ds)
+    elif kind == "reconstruct":
+        _reconstruct(doc, ds)
     else:
         _simulate(doc, ds)
     return kind, doc.html(), doc.images
@@ -120,8 +126,9 @@ def write_report(obj, out_dir, *, release=None, truth=None, level: float = 0.95,
     ----------
     obj : rk.Posterior, xarray.Dataset, str or Path
         A posterior (assess report), a result dataset of ``Posterior.to_dataset``,
-        ``rk.compare``, ``rk.simulate``, ``rk.analyze`` or ``rk.audit`` (the audit report
-        of a suppressed or adjusted magnitude release), or the path of such a dataset's
+        ``rk.compare``, ``rk.simulate``, ``rk.analyze``, ``rk.audit`` (the audit report
+        of a suppressed or adjusted magnitude release) or ``rk.reconstruct``, or the path
+        of such a dataset's
         netCDF file.  Datasets are dispatched on ``attrs["riskengine_kind"]``.
     out_dir : str or Path
         Folder to write the report (``KIND.html``, see :func:`report_name`) and the PNGs

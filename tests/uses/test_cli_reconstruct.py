@@ -28,9 +28,14 @@ def test_bundled_example_reports_certain_persons_and_writes_its_files(tmp_path, 
     assert rec["true"].all() and rec["certain"].all()
     units = sorted((tmp_path / "units").glob("*.nc"))
     assert len(units) == ds.attrs["units"] == 3
-    # a second run reads every unit back
-    assert main(["reconstruct", "--out", str(tmp_path)]) == 0
-    assert "(3 read back from an earlier run)" in capsys.readouterr().out
+    assert f"report written to {tmp_path / 'reconstruct.html'}" in out
+    html = (tmp_path / "reconstruct.html").read_text()
+    assert "<title>Reconstruction audit of a table set" in html
+    # a second run reads every unit back; --no-report takes the earlier report away
+    assert main(["reconstruct", "--out", str(tmp_path), "--no-report"]) == 0
+    out = capsys.readouterr().out
+    assert "(3 read back from an earlier run)" in out and "earlier report removed" in out
+    assert not (tmp_path / "reconstruct.html").exists()
 
 
 def _run_config(tmp_path, text: str) -> xr.Dataset:
@@ -70,6 +75,8 @@ def test_sf1_publication_with_noise_and_coverage(tmp_path, capsys):
     assert "P12AF_block_sex_age_race" in out and "PCT12_tract_sex_age_race_hisp" in out
     assert ds.attrs["mechanism"] == "noisy_counts"
     assert float(ds.attrs["coverage"]) == 0.99
+    assert "PROBABILISTIC: certain with probability &gt;= 0.99 over the noise" in \
+        (tmp_path / "o" / "reconstruct.html").read_text()
 
 
 @pytest.mark.parametrize("text,msg", [

@@ -141,6 +141,52 @@ def monte_carlo(workers: int, out: Path) -> dict:
             "persons_certain": a["persons_certain"], "load": os.getloadavg()[0]}
 
 
+def mc_check(workers: int, out: Path, seeds=(0, 1, 2)) -> dict:
+    """The county's posterior under ``sf1`` again with other seeds of the Monte Carlo
+    units: independent runs of the chains (from other dispersed starts) must agree on
+    every sampled cell within their Monte Carlo error: ``z = |mean_a - mean_b| /
+    sqrt(sd_a**2 / ESS_a + sd_b**2 / ESS_b)``, each cell's posterior sd and ESS read from
+    the unit files (``units/*.nc``: the pmf over each cell's window, R-hat, ESS)."""
+    import xarray as xr
+    pop = BlockPopulation()
+    df = pop.generate(np.random.default_rng(SEED))
+    ts = _set(pop, df, "sf1")
+    runs, walls, diags = [], [], []
+    for seed in seeds:
+        t0 = time.perf_counter()
+        ds = rk.reconstruct(ts, rk.priors.Uniform(), unit="block", level=2, bounds="lp",
+                            workers=workers, seed=seed, out=out / f"mccheck_{seed}")
+        walls.append(time.perf_counter() - t0)
+        diags.append(ds.attrs.get("diagnostics", ""))
+        units = {}
+        for f in sorted((out / f"mccheck_{seed}" / "units").glob("*.nc")):
+            with xr.open_dataset(f) as u:
+                if u.attrs["posterior"] == "monte carlo":
+                    P = u["probs"].values
+                    w = np.arange(P.shape[1])
+                    m = P @ w
+                    units[u.attrs["key"]] = (m, np.sqrt(np.maximum(P @ w**2 - m**2, 0)),
+                                             u["ess"].values, u["lower"].values
+                                             != u["upper"].values)
+        runs.append(units)
+    pairs = []
+    for i in range(len(runs)):
+        for j in range(i + 1, len(runs)):
+            z, dm = [], []
+            for key, (ma, sa, ea, unc) in runs[i].items():
+                mb, sb, eb, _ = runs[j][key]
+                se = np.sqrt(sa[unc] ** 2 / ea[unc] + sb[unc] ** 2 / eb[unc])
+                d = np.abs(ma - mb)[unc]
+                z.append(np.where(se > 0, d / np.where(se > 0, se, 1), 0.0))
+                dm.append(d)
+            z, dm = np.concatenate(z), np.concatenate(dm)
+            pairs.append({"seeds": [seeds[i], seeds[j]], "max_abs_mean_diff": float(dm.max()),
+                          "max_z": float(z.max()), "share_z_over_3": float((z > 3).mean())})
+    cells = sum(int(u[3].sum()) for u in runs[0].values())
+    return {"cells": cells, "units": sorted(runs[0]), "pairs": pairs, "diagnostics": diags,
+            "wall_s": walls, "load": os.getloadavg()[0]}
+
+
 def tenx(workers: int, out: Path, counties: int = 10) -> dict:
     """Ten counties on a dask LocalCluster; the first also serially (equal, cell by
     cell)."""
@@ -281,7 +327,8 @@ def _county_lines(c: dict) -> list:
 
 
 def write(path: Path, counties: dict, ten: dict | None, rows: list | None,
-          post: dict | None = None, mc: dict | None = None) -> None:
+          post: dict | None = None, mc: dict | None = None,
+          check: dict | None = None) -> None:
     lines = ["# Reconstruction study (issue 32)", "",
              ("Made by `python studies/reconstruction/run.py` "
               f"({time.strftime('%Y-%m-%d')}, 2-core machine).  Population: "
@@ -319,6 +366,21 @@ def write(path: Path, counties: dict, ten: dict | None, rows: list | None,
              f"{post['wall_s']:.0f} s on 2 processes."), ""]
         if post.get("diagnostics"):
             lines[-1:-1] = ["", f"Monte Carlo diagnostics: {post['diagnostics']}."]
+        if check:
+            worst = max(check["pairs"], key=lambda p: p["max_z"])
+            lines += [
+                (f"Independent runs of the Monte Carlo unit ({', '.join(check['units'])}; "
+                 f"seeds {', '.join(str(p['seeds']) for p in check['pairs'])}, other "
+                 f"dispersed starts): over its {check['cells']} sampled cells the means "
+                 f"differ by at most "
+                 f"{max(p['max_abs_mean_diff'] for p in check['pairs']):.3f} persons; the "
+                 f"largest |z| (difference over its Monte Carlo standard error, sd / "
+                 f"sqrt(ESS) of both runs) is {worst['max_z']:.2f} (seeds {worst['seeds']}), "
+                 f"and {100 * max(p['share_z_over_3'] for p in check['pairs']):.1f} % of "
+                 "cells have |z| > 3 in the worst pair.  Runs: "
+                 + "; ".join(f"{w:.0f} s" for w in check["wall_s"])
+                 + f" (load {check['load']:.1f}).  Diagnostics: "
+                 + " | ".join(check["diagnostics"]) + "."), ""]
     if mc:
         lines += [
             ("## Monte Carlo posteriors where nothing can be enumerated (`basic`, uniform "
@@ -383,8 +445,8 @@ def main() -> None:
     import json
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--part", default="all",
-                    choices=("county", "tenx", "protections", "posterior", "mc", "all",
-                             "write"))
+                    choices=("county", "tenx", "protections", "posterior", "mc", "mccheck",
+                             "all", "write"))
     ap.add_argument("--publication", default="both", choices=("basic", "sf1", "both"))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default=str(Path(__file__).with_name("results.md")))
@@ -404,6 +466,8 @@ def main() -> None:
                                                         indent=1))
     if args.part in ("mc", "all"):
         (work / "mc.json").write_text(json.dumps(monte_carlo(args.workers, work), indent=1))
+    if args.part in ("mccheck", "all"):
+        (work / "mccheck.json").write_text(json.dumps(mc_check(args.workers, work), indent=1))
     if args.part in ("tenx", "all"):
         (work / "tenx.json").write_text(json.dumps(tenx(args.workers, work), indent=1))
 
@@ -412,7 +476,8 @@ def main() -> None:
         return json.loads(f.read_text()) if f.exists() else None
     counties = {p: read(f"county_{p}.json") for p in ("basic", "sf1")}
     write(out, {k: v for k, v in counties.items() if v}, read("tenx.json"),
-          read("protections.json"), read("posterior.json"), read("mc.json"))
+          read("protections.json"), read("posterior.json"), read("mc.json"),
+          read("mccheck.json"))
     print(f"written {out}")
 
 

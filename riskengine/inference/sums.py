@@ -145,8 +145,6 @@ class _NoCandidate(ValueError):
     pass
 
 
-
-
 class SumEnumerate(Route):
     """Exact posterior of a hierarchical table's or a table set's release whose cells are
     published exactly or suppressed (see the module)."""
@@ -374,6 +372,9 @@ class SumsGibbs(BlockGibbs):
                             f"{sd.seconds:.0f} s, the last keeping a draw every {sd.thin} "
                             f"sweep{'s' if sd.thin > 1 else ''} (more rounds until "
                             f"converged, within the time budget of {budget:g} s)")}
+        if self.scheduler is not None:
+            notes["scheduler_note"] = ("the chains ran on this machine's threads: this route "
+                                       "does not send them to a dask scheduler")
         return self._result(
             release, full.reshape((self.chains, self.draws) + tuple(s.shape)),
             f"Monte Carlo: block redraws, {self.chains} chains x {self.draws} draws"

@@ -77,8 +77,14 @@ class ArgusTable:
         return self.table.system()
 
     def code_index(self) -> tuple:
-        """``(pos, ids)``: the cell of codes ``c`` is ``ids[tuple(pos[k][c[k]] ...)]``
-        (:func:`code_index`: the ``<TOTCODE>`` an alias of the total)."""
+        """Where each cell of the table is in its cell system, by its codes.
+
+        Returns
+        -------
+        tuple
+            ``(pos, ids)``: the cell of codes ``c`` is ``ids[tuple(pos[k][c[k]] ...)]``
+            (:func:`code_index`: the rda's ``<TOTCODE>`` an alias of the total).
+        """
         return code_index(self.system, self.explanatory, self.metadata)
 
     def vector(self, column: str, fill=np.nan) -> np.ndarray:

@@ -35,6 +35,17 @@ _FLOATS = 4
 #: this 2-core machine (studies/noise/differencing.py), so about 30 s
 MAX_WORK = 3e8
 
+def _windows_approximation(plan) -> str:
+    """What the set's releases' entry windows approximate (each release's own likelihood,
+    e.g. controlled rounding's product of marginal rounding probabilities), joined."""
+    out = []
+    for w in plan.inputs["windows"]:
+        a = getattr(w, "approximation", "") or ""
+        if a and a not in out:
+            out.append(a)
+    return "; ".join(out)
+
+
 _KEYED = ("the keys of entries whose records are unions of other entries' records are tied "
           "(a total's key is the fractional part of the sum of its cells' keys, a region's "
           "key that of its parts'); the likelihood multiplies their p-table probabilities as "
@@ -281,8 +292,10 @@ class LinkedDP(Route):
     needs = "a ReleaseSet whose mechanisms give entry windows (a product over entries)"
 
     def approximation(self, plan):
-        """The keyed product over tied entries (the cell key method's sums), else exact."""
-        return _KEYED if model_of(plan).keyed_sums else ""
+        """The keyed product over tied entries (the cell key method's sums), else what the
+        releases' own likelihoods approximate (:func:`_windows_approximation`), else
+        exact."""
+        return _KEYED if model_of(plan).keyed_sums else _windows_approximation(plan)
 
     def applies(self, plan):
         release = plan.release
@@ -339,7 +352,7 @@ class LinkedDP(Route):
             out[:, order] = draws
             return out.reshape((m,) + rset.shape)
 
-        approx = _KEYED if model.keyed_sums else ""
+        approx = _KEYED if model.keyed_sums else _windows_approximation(plan)
         return RouteResult(start=start.reshape(rset.shape),
                            probs=probs.reshape(rset.shape + (W,)), log_evidence=log_z,
                            notes={"n_candidates_note": "the linked route does not count "

@@ -119,7 +119,7 @@ def routes() -> pd.DataFrame:
     >>> list(cyclic["route"]), cyclic["exact"].tolist()
     (['structured', 'enumerate', 'gibbs'], [True, True, False])
     >>> sorted(set(table.loc[table["for"] == "release set", "mechanism"]))
-    ['cell_key', 'noisy_counts', 'random_rounding']
+    ['cell_key', 'controlled_rounding', 'noisy_counts', 'random_rounding']
     """
     importlib.import_module("riskengine.mechanisms").load()
     rows = []

@@ -4,7 +4,9 @@ Every interior cell and every published total goes to one of its two adjacent
 multiples of B (multiples stay: zero-restricted), and the rounded table adds up.
 
 Protect (2-D tables with all totals; 3-D tables with every 2-way and 1-way margin and
-the grand total: Ernst's plane stacking or a MILP, see ``_rounding3d``):
+the grand total: Ernst's plane stacking or a MILP, see ``_rounding3d``; hierarchical
+tables and table sets: a MILP over every level and table at once, which also decides
+whether a controlled rounding exists, see ``_rounding_sets``):
 
 ``"unbiased"``
     Cox (1987): on the table extended by its totals (totals negated, so every row
@@ -38,12 +40,14 @@ from .._budget import fmt_number
 from ..inference import windows as win
 from ..inference.enumerate_3d import Enumerate3D
 from ..inference.gibbs import BlockGibbs
+from ..inference.linked import LinkedDP
+from ..inference.linked_gibbs import LinkedGibbs
 from ..inference.table_dp import TableDP
+from ..protocol import Example, Mechanism, register
 from ..release import Release
 from ..table import count_table
-from ..protocol import Example, Mechanism, register
-from ._examples import counts_3x3
 from ._cox import cox_unbiased, extended, optimal
+from ._examples import counts_3x3
 from ._rounding3d import protect_3d
 
 __all__ = ["ControlledRounding"]
@@ -144,6 +148,9 @@ class ControlledRounding(Mechanism):
     windows = staticmethod(entry_windows)
     # every route refuses a base whose windows alone exceed the memory budget first
     routes = (TableDP(), Enumerate3D(), BlockGibbs())
+    # a hierarchical table's or a table set's rounding: a product over its published cells
+    # (each within B - 1 of its value), over the finest cells
+    set_routes = (LinkedDP(), LinkedGibbs())
 
     def __init__(self, base: int, method: str = "unbiased", zero_restricted: bool = True,
                  likelihood: str = "feasible"):
@@ -202,6 +209,10 @@ class ControlledRounding(Mechanism):
 
     # --- protect -------------------------------------------------------------------
     def protect(self, table, rng: np.random.Generator | None = None):
+        from ..table_set import is_structure
+        if is_structure(table):          # hierarchies or a table set: one MILP, every level
+            from ._rounding_sets import protect_structure
+            return protect_structure(self, table, rng)
         table = count_table(table, self.describe())
         if table.ndim == 3:
             return protect_3d(self, table, rng)

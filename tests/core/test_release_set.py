@@ -85,9 +85,23 @@ def test_refusals(build, match):
 
 def test_mechanisms_without_a_set_route_are_refused_by_name():
     t = rk.Table(np.array([[4, 1], [2, 6]]), dims=("r", "c"))
-    rel = rk.ControlledRounding(3).protect(t, np.random.default_rng(0))
-    with pytest.raises(ValueError, match="controlled_rounding cannot be analysed together"):
+    rel = rk.BinomialPerturbation(5.0).protect(t, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="binomial cannot be analysed together"):
         rk.posterior(rk.ReleaseSet([rel]))
+
+
+def test_controlled_roundings_in_a_set_carry_their_likelihoods_approximation():
+    # the feasible likelihood is exact, the unbiased one a product of marginals: the set
+    # route says so as the single-release route does, with the same numbers
+    t = rk.Table(np.array([[4, 1], [2, 6]]), dims=("r", "c"))
+    for lik in ("feasible", "unbiased"):
+        rel = rk.ControlledRounding(3, likelihood=lik).protect(t, np.random.default_rng(0))
+        one = rk.posterior(rel, rk.priors.Uniform())
+        both = rk.posterior(rk.ReleaseSet([rel]), rk.priors.Uniform())
+        assert both.attrs["route"] == "linked-dp"
+        assert both.attrs["approximate"] == one.attrs["approximate"] == (lik == "unbiased")
+        assert both.attrs.get("approximation", "") == one.attrs.get("approximation", "")
+        np.testing.assert_allclose(both.pmf.values, one.pmf.values, atol=1e-12)
 
 
 def test_keyed_releases_with_different_ptables_are_refused():

@@ -157,10 +157,15 @@ def test_cell_key_over_a_set_keys_add_up_and_publish_once():
     assert route.approximation(plan)
 
 
-def test_flat_mechanisms_refuse_a_hierarchical_table_they_would_flatten():
+def test_controlled_rounding_of_a_hierarchy_rounds_every_level_or_refuses_by_name():
+    # Cox's unbiased procedure would flatten the hierarchy: refused; the MILP rounds
+    # every level at once (tests/mechanisms/test_rounding_sets.py against brute force)
     t = _hier_table(np.random.default_rng(0))
-    with pytest.raises(ValueError, match=r"hierarchies on \['geo'\]"):
+    with pytest.raises(ValueError, match="method='optimal'"):
         rk.ControlledRounding(3).protect(t, np.random.default_rng(0))
+    rel = rk.ControlledRounding(3, method="optimal").protect(t)
+    pub = rel.system.published
+    assert (rel.values[pub] % 3 == 0).all()
 
 
 def test_monte_carlo_agrees_with_exact_on_a_set():

@@ -25,8 +25,9 @@ and over the records: each claim "area a holds at least k persons of type t" ran
 its confidence (1 where ``k <= lower``: certain; Pr(x >= k) under the prior), as Dick,
 Dwork, Kearns et al. (PNAS 2023) rank reconstructed rows; a claim beyond ``lower`` in a
 unit without a posterior has no confidence and is left out of the ranking (counted in
-``records_unranked``), one in a Monte Carlo unit has ``record_confidence_exact`` False.  ``share_certain`` is the share of persons so reconstructed with
-certainty (the sum of ``lower`` over the persons).
+``records_unranked``), one in a Monte Carlo unit has ``record_confidence_exact`` False.
+``share_certain`` is the share of persons so reconstructed with certainty (the sum of
+``lower`` over the persons).
 
 Work splits by **unit** (``unit=`` a dim, ``level=`` its hierarchy's depth: tracts of
 blocks).  A unit's problem keeps the published cells whose records all lie in it.  A cell

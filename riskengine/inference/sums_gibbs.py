@@ -109,7 +109,8 @@ def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: in
         A consistent table: chain 0 starts there; the others (all chains without it) at
         integer programs' solutions for random objectives.
     chains, draws : int
-        Chains and kept draws per chain (one per sweep: as many steps as groups).
+        Chains and kept draws per chain (one per ``thin`` sweeps; a sweep is as many
+        redraws as there are groups).
     warmup : int, optional
         Sweeps discarded first (default ``draws // 4``, at least 50).
     thin : int
@@ -128,7 +129,6 @@ def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: in
         another round of ``draws`` draws at twice the thinning, the earlier rounds
         becoming warm-up; the diagnostics are those of the last round (``rounds``,
         ``thin`` and ``seconds`` on the result say what was run).
-
     max_groups : int, optional
         The most groups one redraw takes (default: every group).
 
@@ -193,7 +193,7 @@ def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: in
             raise ValueError("no consistent table with a positive weight: nothing to "
                              "sample")
         starts.append(x)
-    seeds = rng.integers(1, 2**31 - 1, size=(chains, 2))
+    seeds = rng.integers(1, 2**31 - 1, size=chains)
     total = chains * (warmup + draws * thin)
     import os
     import time
@@ -220,7 +220,7 @@ def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: in
         # a kernel call's seed: the chain's seed + 7919 x its calls so far, modulo the
         # prime 2**31 - 1 (distinct for every call of a chain)
         calls[ch] += 1
-        return int((int(seeds[ch, 0]) + 7919 * calls[ch]) % (2**31 - 1))
+        return int((int(seeds[ch]) + 7919 * calls[ch]) % (2**31 - 1))
 
     def chain_round(xs, warm, th):
         def one(ch, tick):

@@ -126,15 +126,27 @@ def milp_rounding(x: np.ndarray, B: int, objective: str = "distortion"):
     lo = np.concatenate(lo).astype(float)
     hi = np.concatenate(hi).astype(float)
     cost = (B - 2 * frac[nm]).astype(float) if objective == "distortion" else np.zeros(n)
-    res = milp(cost, constraints=LinearConstraint(A, lo, hi), integrality=np.ones(n),
-               bounds=Bounds(0, 1))
+    z = directions(A, lo, hi, cost)
+    if z is None:
+        return None
+    out = floor.copy()
+    out[nm] += B * z
+    return out
+
+
+def directions(A, lo, hi, cost):
+    """The up (1) / down (0) directions of the cells that are not multiples, minimising
+    ``cost @ z`` with ``lo <= A z <= hi`` (each published total at one of its adjacent
+    multiples, in units of the base, net of the rounded-down cells): a HiGHS MILP over
+    binaries; None when infeasible (no controlled rounding exists)."""
+    res = milp(np.asarray(cost, float),
+               constraints=LinearConstraint(A, np.asarray(lo, float), np.asarray(hi, float)),
+               integrality=np.ones(len(cost)), bounds=Bounds(0, 1))
     if res.status == 2:           # infeasible
         return None
     if not res.success:
         raise RuntimeError(f"HiGHS did not solve the controlled-rounding MILP: {res.message}")
-    out = floor.copy()
-    out[nm] += B * np.rint(res.x).astype(np.int64)
-    return out
+    return np.rint(res.x).astype(np.int64)
 
 
 def protect_3d(mech, table, rng):

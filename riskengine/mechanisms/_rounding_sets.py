@@ -22,7 +22,8 @@ would need the rounding of cells nobody sees).
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
+
+from ._rounding3d import directions
 
 __all__ = ["milp_rounding_system", "protect_structure"]
 
@@ -46,16 +47,11 @@ def milp_rounding_system(s, values, B: int):
     if nm.size == 0:
         ok = (lo <= 0) & (0 <= hi)
         return np.asarray(M @ floor).ravel().astype(np.int64) if ok.all() else None
-    A = M[agg][:, nm]
-    cost = (B - 2 * frac[nm]).astype(float)
-    res = milp(cost, constraints=LinearConstraint(A, lo.astype(float), hi.astype(float)),
-               integrality=np.ones(nm.size), bounds=Bounds(0, 1))
-    if res.status == 2:                                   # infeasible: none exists
+    z = directions(M[agg][:, nm], lo, hi, B - 2 * frac[nm])
+    if z is None:                                         # infeasible: none exists
         return None
-    if not res.success:
-        raise RuntimeError(f"HiGHS did not solve the controlled-rounding MILP: {res.message}")
     out = floor.copy()
-    out[nm] += B * np.rint(res.x).astype(np.int64)
+    out[nm] += B * z
     return np.asarray(M @ out).ravel().astype(np.int64)
 
 

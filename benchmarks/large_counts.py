@@ -14,7 +14,8 @@ Each case is timed after a warm-up on a tiny release of the same shape, mechanis
 * priors: ``Uniform()``, ``Poisson(scale)``, ``NegativeBinomial(scale, dispersion)``.
 
 Columns: the route ``auto`` took, the free dimensions, the candidates (exact; ``-`` when
-the route does not count), the points the walk summed, the dropped-mass bound, the
+the route does not count), the points the walk summed ("(FFT)": every point, by FFT
+convolutions), the dropped-mass bound, the
 route's own time estimate, the wall time, and ``ok`` when the time is within ``--limit``
 seconds.  A case ``auto`` refuses prints the time it took to refuse and the start of its
 reason.  ``uptime``'s load is
@@ -75,7 +76,9 @@ def one(rel, prior):
     a = post.attrs
     return (a["route"], str(a.get("fiber_dimensions", "")),
             "-" if post.n_candidates is None else f"{post.n_candidates:.4g}",
-            f"{a['fiber_points_summed']:.3g}" if "fiber_points_summed" in a else "",
+            (f"{a['fiber_points_summed']:.3g}"
+             + (" (FFT)" if "fiber_fft_rounding_bound" in a else ""))
+            if "fiber_points_summed" in a else "",
             f"{a['fiber_dropped_mass']:.1e}" if "fiber_dropped_mass" in a else "",
             f"{est:.2g}", dt, "")
 

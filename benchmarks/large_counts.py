@@ -15,7 +15,8 @@ Each case is timed after a warm-up on a tiny release of the same shape, mechanis
 
 Columns: the route ``auto`` took, the free dimensions, the candidates (exact; ``-`` when
 the route does not count), the points the walk summed ("(FFT)": every point, by FFT
-convolutions), the dropped-mass bound, the
+convolutions; "MC": a Monte Carlo route, its largest R-hat and smallest bulk ESS over the
+cells), the dropped-mass bound, the
 route's own time estimate, the wall time, and ``ok`` when the time is within ``--limit``
 seconds.  A case ``auto`` refuses prints the time it took to refuse and the start of its
 reason.  ``uptime``'s load is
@@ -78,7 +79,10 @@ def one(rel, prior):
             "-" if post.n_candidates is None else f"{post.n_candidates:.4g}",
             (f"{a['fiber_points_summed']:.3g}"
              + (" (FFT)" if "fiber_fft_rounding_bound" in a else ""))
-            if "fiber_points_summed" in a else "",
+            if "fiber_points_summed" in a else
+            (f"MC: R-hat {post.diagnostics.attrs['max_rhat']:.3f}, ESS "
+             f"{post.diagnostics.attrs['min_ess_bulk']:.0f}"
+             if post.diagnostics is not None else ""),
             f"{a['fiber_dropped_mass']:.1e}" if "fiber_dropped_mass" in a else "",
             f"{est:.2g}", dt, "")
 

@@ -651,3 +651,194 @@ def cyclic_sweeps(e, o, cyc_ptr, cyc_grp, cyc_coef, pmin, logF, K, alpha, beta, 
             out[it, :] = e
     return _cyclic_logw(e, o, cyc_ptr, cyc_grp, cyc_coef, pmin, logF, K, alpha, beta, gamma,
                         any_zero, v)
+
+
+# --- exact redraws along long lines of a log-concave target --------------------------------
+#: lines with at most this many values are redrawn by listing them (:func:`_move_line`)
+SHORT_LINE = 48
+
+
+@njit
+def _f_line(x, clo, cw, idx, dv, n, step):
+    """Log-weight of ``x + step m`` over the cells of the move ``m``."""
+    w = 0.0
+    for i in range(n):
+        w += _lw(clo, cw, idx[i], x[idx[i]] + dv[i] * step)
+    return w
+
+
+@njit
+def _concave_step(x, clo, cw, idx, dv, n, lo, hi):
+    """A step ``t`` in ``[lo, hi]`` drawn exactly from the law proportional to
+    ``exp(f(t))``, ``f`` (:func:`_f_line`) concave and finite on ``[lo, hi]``, by rejection
+    in O(log(hi - lo)) evaluations of ``f``: the mode ``M`` by bisection on the sign of
+    ``f(t + 1) - f(t)``; ``[aL, bR]``, the values within 1 nat of ``f(M)`` (bisection on
+    each side: every value between them is, by concavity); an envelope flat at ``f(M)``
+    there and, beyond, the extension of the chord from ``M`` to the first value outside
+    (``a = aL - 1``, ``b = bR + 1``): for ``t < a`` the chord slopes of a concave ``f``
+    decrease, so ``f(t) <= f(a) - s (a - t)`` with ``s = (f(M) - f(a)) / (M - a) > 0``, a
+    truncated geometric tail (the same on the right).  The envelope's mass is at most about
+    three times the middle's, where every value weighs at least ``e^-1`` of it: a draw is
+    accepted with probability above 1 / (3 e).  Returns ``lo - 1`` if 1000 proposals were
+    all rejected (the caller then lists the line)."""
+    # the mode: the first t with f(t + 1) - f(t) < 0 (hi if none)
+    a_, b_ = lo, hi
+    while a_ < b_:
+        mid = (a_ + b_) // 2
+        if _f_line(x, clo, cw, idx, dv, n, mid + 1) - _f_line(x, clo, cw, idx, dv, n, mid) < 0:
+            b_ = mid
+        else:
+            a_ = mid + 1
+    M = a_
+    fM = _f_line(x, clo, cw, idx, dv, n, M)
+    cut = fM - 1.0
+    # aL: the smallest t in [lo, M] with f(t) >= cut (f increasing there)
+    a_, b_ = lo, M
+    while a_ < b_:
+        mid = (a_ + b_) // 2
+        if _f_line(x, clo, cw, idx, dv, n, mid) >= cut:
+            b_ = mid
+        else:
+            a_ = mid + 1
+    aL = a_
+    # bR: the largest t in [M, hi] with f(t) >= cut
+    a_, b_ = M, hi
+    while a_ < b_:
+        mid = (a_ + b_ + 1) // 2
+        if _f_line(x, clo, cw, idx, dv, n, mid) >= cut:
+            a_ = mid
+        else:
+            b_ = mid - 1
+    bR = a_
+    massM = float(bR - aL + 1)
+    # left tail t = a - g, g = 0 .. a - lo, envelope f(a) - sL g (relative to fM)
+    massL = 0.0
+    sL = 0.0
+    fa = 0.0
+    a = aL - 1
+    if a >= lo:
+        fa = _f_line(x, clo, cw, idx, dv, n, a) - fM
+        sL = -fa / (M - a)
+        NL = a - lo + 1
+        massL = np.exp(fa) * (-np.expm1(-sL * NL)) / (-np.expm1(-sL))
+    massR = 0.0
+    sR = 0.0
+    fb = 0.0
+    b = bR + 1
+    if b <= hi:
+        fb = _f_line(x, clo, cw, idx, dv, n, b) - fM
+        sR = -fb / (b - M)
+        NR = hi - b + 1
+        massR = np.exp(fb) * (-np.expm1(-sR * NR)) / (-np.expm1(-sR))
+    total = massM + massL + massR
+    for _ in range(1000):
+        u = np.random.random() * total
+        if u < massM:
+            t = aL + min(int(np.random.random() * (bR - aL + 1)), bR - aL)
+            env = 0.0
+        elif u < massM + massL:
+            # truncated geometric on 0 .. NL - 1 with ratio exp(-sL), by inversion
+            v = np.random.random()
+            g = int(np.floor(np.log1p(v * np.expm1(-sL * (a - lo + 1))) / (-sL)))
+            g = min(max(g, 0), a - lo)
+            t = a - g
+            env = fa - sL * g
+        else:
+            v = np.random.random()
+            g = int(np.floor(np.log1p(v * np.expm1(-sR * (hi - b + 1))) / (-sR)))
+            g = min(max(g, 0), hi - b)
+            t = b + g
+            env = fb - sR * g
+        ft = _f_line(x, clo, cw, idx, dv, n, t) - fM
+        if np.log(np.random.random()) < ft - env:
+            return t
+    return lo - 1
+
+
+@njit
+def _move_line_concave(x, clo, cw, idx, dv, n, p):
+    """:func:`_move_line` for a log-concave target (every cell's log-weights concave on
+    an interval): lines longer than :data:`SHORT_LINE` redrawn by :func:`_concave_step`."""
+    lo = -(1 << 40)
+    hi = 1 << 40
+    W = cw.shape[1]
+    for i in range(n):
+        c = idx[i]
+        a = max(clo[c], 0) - x[c]
+        b = clo[c] + W - 1 - x[c]
+        if dv[i] > 0:
+            lo, hi = max(lo, a), min(hi, b)
+        else:
+            lo, hi = max(lo, -b), min(hi, -a)
+    # the finite part of the line: cells' windows may end in -inf padding
+    while hi > lo and _f_line(x, clo, cw, idx, dv, n, hi) == NEG:
+        hi -= 1
+    while lo < hi and _f_line(x, clo, cw, idx, dv, n, lo) == NEG:
+        lo += 1
+    if hi - lo + 1 <= SHORT_LINE:
+        _move_line(x, clo, cw, idx, dv, n, p)
+        return
+    step = _concave_step(x, clo, cw, idx, dv, n, lo, hi)
+    if step < lo:
+        _move_line(x, clo, cw, idx, dv, n, p)
+        return
+    if step != 0:
+        for i in range(n):
+            x[idx[i]] += dv[i] * step
+
+
+@njit
+def sweeps_2d_concave(x, dims, clo, cw, n, keep, out, cptr, cidx, cdv):
+    """:func:`sweeps_2d` for every total exact and every cell's log-weights concave on an
+    interval (margins only, suppression under a log-concave prior): the basic moves and
+    the cycles (every circuit of K_{R,C}, which connect every such fiber), each line
+    redrawn exactly by :func:`_move_line_concave` in O(log(length)) evaluations; and
+    first, in a random order, the moves ``cidx[cptr[k]:cptr[k + 1]]`` with coefficients
+    ``cdv`` (the fundamental cycles of the free cells: a lattice basis of the fiber, which
+    moves the cells a suppression pattern leaves free as often as random circuits
+    rarely would)."""
+    R, C = dims[0], dims[1]
+    ncell = R * C
+    p = np.empty(64)
+    mmax = min(R, C)
+    nb = cptr.shape[0] - 1
+    longest = 2
+    for k in range(nb):
+        longest = max(longest, cptr[k + 1] - cptr[k])
+    midx = np.zeros(max(2 * max(mmax, 2), longest), np.int64)
+    mdv = np.zeros(max(2 * max(mmax, 2), longest), np.int64)
+    for it in range(n):
+        for k in np.random.permutation(nb):
+            m = cptr[k + 1] - cptr[k]
+            for u in range(m):
+                midx[u] = cidx[cptr[k] + u]
+                mdv[u] = cdv[cptr[k] + u]
+            _move_line_concave(x, clo, cw, midx, mdv, m, p)
+        if mmax >= 3:
+            for _ in range(max(1, ncell // 4)):
+                m = _cycle_length(mmax)
+                rr = np.random.permutation(R)[:m]
+                qq = np.random.permutation(C)[:m]
+                for u in range(m):
+                    midx[2 * u] = rr[u] * C + qq[u]
+                    mdv[2 * u] = 1
+                    midx[2 * u + 1] = rr[u] * C + qq[(u + 1) % m]
+                    mdv[2 * u + 1] = -1
+                _move_line_concave(x, clo, cw, midx, mdv, 2 * m, p)
+        if R >= 2 and C >= 2:
+            for _ in range(ncell):
+                i1 = np.random.randint(R)
+                i2 = np.random.randint(R - 1)
+                if i2 >= i1:
+                    i2 += 1
+                j1 = np.random.randint(C)
+                j2 = np.random.randint(C - 1)
+                if j2 >= j1:
+                    j2 += 1
+                midx[0], midx[1] = i1 * C + j1, i1 * C + j2
+                midx[2], midx[3] = i2 * C + j1, i2 * C + j2
+                mdv[0], mdv[1], mdv[2], mdv[3] = 1, -1, -1, 1
+                _move_line_concave(x, clo, cw, midx, mdv, 4, p)
+        if keep:
+            out[it, :] = x
+    return True

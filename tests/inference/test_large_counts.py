@@ -252,12 +252,15 @@ def test_three_by_three_at_1e5_under_poisson_answers_in_closed_form():
 
 # --- the resolver: refusals, time, progress -----------------------------------------------
 def test_auto_refuses_what_would_run_too_long_instead_of_hanging():
-    """3 x 3 margins only at 1e5 under Uniform: 4 free dimensions; the DP and the Gibbs
-    sampler are estimated far past the time budget; auto refuses at once, naming both."""
+    """3 x 3 margins only at 1e5 under a negative binomial prior of dispersion 0.5 (not
+    log-concave: the Gibbs route lists every line and redraws pairs of rows by the DP):
+    4 free dimensions; the DP and the Gibbs sampler are estimated far past the time
+    budget; auto refuses at once, naming both.  (Under Uniform the Gibbs route's
+    log-concave lines answer: tests/inference/test_gibbs_concave.py.)"""
     T = np.array([[100412, 98765, 101033], [99871, 100220, 100987], [97000, 103500, 99800]])
     rel = rk.MarginsOnly().protect(rk.Table(T, dims=DIMS))
     with pytest.raises(ValueError) as exc:
-        rk.posterior(rel, rk.priors.Uniform())
+        rk.posterior(rel, rk.priors.NegativeBinomial(1e5, 0.5))
     text = str(exc.value)
     assert "no posterior route fits" in text
     assert re.search(r"dp: (would take about|needs)", text)     # time, or memory first
@@ -274,6 +277,9 @@ def test_estimates_include_time():
     fiber_cost = Fiber().estimate(p)
     assert 0 < fiber_cost.seconds < 1.0
     gibbs = next(r for r in rel.mechanism.routes if r.name == "gibbs")
+    # log-concave lines: exact rejection draws, O(log(count)) a line
+    assert gibbs.estimate(p).seconds < 10.0
+    p = plan(rel, rk.priors.NegativeBinomial(3e4, 0.5))       # not log-concave
     assert gibbs.estimate(p).seconds > resolve.TIME_BUDGET
 
 
@@ -311,17 +317,22 @@ def test_auto_goes_on_after_a_route_refuses(monkeypatch):
 def test_the_case_that_raised_memory_error_answers(monkeypatch):
     """The external check's case (2 x 2, cells near 30,000, Poisson): route 'auto' answers
     by the fiber route; with the routes it had then (the table DP, then Gibbs) it no longer
-    runs into the DP's MemoryError: both are estimated past the time budget and refused
-    by name, at once."""
+    runs into the DP's MemoryError: the DP is estimated past the time budget and passed
+    over by name, and the Gibbs route answers by Monte Carlo, labelled; with a prior that
+    is not log-concave both are refused by name, at once."""
     T = np.array([[30012, 29986], [30040, 30013]])
     rel = rk.MarginsOnly().protect(rk.Table(T, dims=DIMS))
     prior = rk.priors.Poisson(30000.0)
     assert rk.posterior(rel, prior).attrs["route"] == "fiber"
     gibbs = next(r for r in rk.MarginsOnly.routes if r.name == "gibbs")
     monkeypatch.setattr(rk.MarginsOnly, "routes", (TableDP(), gibbs))
+    post = rk.posterior(rel, prior, memory="64GB")
+    assert post.attrs["route"] == "gibbs" and not post.exact
+    assert re.search(r"dp: would take about", post.attrs["route_reason"])
     with pytest.raises(ValueError) as exc:
-        rk.posterior(rel, prior, memory="64GB")
-    assert re.search(r"dp: would take about .*gibbs: would take about", str(exc.value))
+        rk.posterior(rel, rk.priors.NegativeBinomial(3e4, 0.5), memory="64GB")
+    assert re.search(r"dp: (would take about|needs) .*gibbs: would take about",
+                     str(exc.value))
 
 
 class _Silent(Route):

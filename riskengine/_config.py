@@ -349,3 +349,123 @@ def reconstruct_args(cfg: dict, base: Path) -> dict:
     sched = opts.pop("scheduler", "serial")
     opts["scheduler"] = None if sched == "serial" else sched
     return {"publication": publication, "kwargs": opts, "seed": seed, "describe": describe}
+
+
+CENSUS_KEYS = ("seed", "sims", "min_cells", "population", "swapping", "cell_key",
+               "intruder", "policy")
+_CENSUS_SWAP = ("risk_variables", "similar", "swaprate", "k_anonymity", "geography")
+_CENSUS_INTRUDER = ("swaprate", "cell_key")
+_CENSUS_POLICY = ("threshold", "small", "sigmas")
+
+
+def census_args(cfg: dict, base: Path) -> dict:
+    """The census publication of a ``riskengine assess`` config, protected, and the
+    intruder's candidates (riskengine/_census_posterior.py)::
+
+        seed = 2026
+        sims = 60                     # simulated publications (the intruder's)
+        min_cells = 30                # simulated cells a (kind, value) needs
+        [population]                  # rk.census.CensusPopulation's parameters
+        districts = 3
+        areas = 4
+        [swapping]                    # rk.TargetedSwapping (omit: no swapping)
+        risk_variables = ["sex", "age"]
+        similar = [["hhsize"]]
+        swaprate = 0.05
+        k_anonymity = 3
+        [cell_key]                    # rk.CellKey(D=, V=) (omit: none)
+        D = 2
+        V = 0.5
+        [intruder]                    # the secret parameters' candidates (equally
+        swaprate = [0.02, 0.05, 0.1]  # likely); default: the true ones
+        cell_key = [{D = 2, V = 0.5}, {D = 4, V = 2.0}]
+        [policy]
+        threshold = 0.5               # Pr(original = published) of a small published
+        small = [1, 2]                # count at or above this FAILs
+        sigmas = 2.0                  # Monte Carlo margin (s.e.) of PASS / FAIL
+
+    Returns
+    -------
+    dict
+        ``publication``, ``population``, ``settings``, ``sims``, ``min_cells``, ``seed``,
+        ``threshold``, ``small``, ``sigmas``, ``describe``.
+    """
+    from ._census_posterior import Setting
+    from ._publication import protect_publication
+    from .census import CensusPopulation
+    from .mechanisms.cell_key import CellKey
+    from .mechanisms.swapping import TargetedSwapping
+    _keys(cfg, CENSUS_KEYS, "the census config")
+    seed = _int(cfg, "seed", 0, 0, "census config")
+    sims = _int(cfg, "sims", 60, 1, "census config")
+    min_cells = _int(cfg, "min_cells", 30, 1, "census config")
+    pop_cfg = dict(cfg.get("population", {}))
+    try:
+        pop = CensusPopulation(**{k: (tuple(v) if isinstance(v, list) else v)
+                                  for k, v in pop_cfg.items()})
+    except TypeError as exc:
+        raise ValueError(f"[population]: {exc}") from None
+    sw = cfg.get("swapping")
+    swap = None
+    if sw is not None:
+        sw = dict(_keys(sw, _CENSUS_SWAP, "[swapping]"))
+        geo = sw.pop("geography", ["region", "district", "area"])
+        try:
+            swap = TargetedSwapping(geo, sw.pop("risk_variables", ["sex", "age"]),
+                                    sw.pop("similar", [["hhsize"]]), **sw)
+        except TypeError as exc:
+            raise ValueError(f"[swapping]: {exc}") from None
+    ck_cfg = cfg.get("cell_key")
+    ck = None
+    if ck_cfg is not None:
+        ck_cfg = _keys(ck_cfg, ("D", "V"), "[cell_key]")
+        ck = CellKey(D=_int(ck_cfg, "D", 2, 1, "[cell_key]"),
+                     V=float(ck_cfg.get("V", ck_cfg.get("D", 2) / 2)))
+    if swap is None and ck is None:
+        raise ValueError("the census config protects nothing: give [swapping] and / or "
+                         "[cell_key]")
+    intr = dict(_keys(cfg.get("intruder", {}), _CENSUS_INTRUDER, "[intruder]"))
+    rates = intr.get("swaprate", [None if swap is None else swap.swaprate])
+    if not isinstance(rates, list) or not rates:
+        raise ValueError(f"[intruder] swaprate must be a non-empty list, got {rates!r}")
+    cks = intr.get("cell_key", [None if ck is None else {"D": ck_cfg["D"],
+                                                          "V": ck_cfg.get("V", ck_cfg["D"] / 2)}])
+    if not isinstance(cks, list) or not cks:
+        raise ValueError(f"[intruder] cell_key must be a non-empty list of {{D, V}} tables, "
+                         f"got {cks!r}")
+    settings = []
+    for r in rates:
+        for c in cks:
+            s_r = None
+            if r is not None:
+                if swap is None:
+                    raise ValueError("[intruder] swaprate: the config has no [swapping]")
+                if not isinstance(r, (int, float)) or isinstance(r, bool):
+                    raise ValueError(f"[intruder] swaprate entries are numbers, got {r!r}")
+                s_r = TargetedSwapping(**{**swap._params(), "swaprate": float(r)})
+            c_r = None
+            if c is not None:
+                if not isinstance(c, dict):
+                    raise ValueError(f"[intruder] cell_key entries are tables {{D, V}}, got "
+                                     f"{c!r}")
+                _keys(c, ("D", "V"), "[intruder] cell_key")
+                c_r = CellKey(D=_int(c, "D", 2, 1, "[intruder] cell_key"),
+                              V=float(c.get("V", c.get("D", 2) / 2)))
+            settings.append(Setting(s_r, c_r))
+    pol = dict(_keys(cfg.get("policy", {}), _CENSUS_POLICY, "[policy]"))
+    threshold = float(pol.get("threshold", 0.5))
+    if not 0.0 < threshold <= 1.0:
+        raise ValueError(f"[policy] threshold must lie in (0, 1], got {threshold}")
+    small = pol.get("small", [1, 2])
+    if not isinstance(small, list) or not all(isinstance(v, int) and v >= 1 for v in small):
+        raise ValueError(f"[policy] small must be a list of counts >= 1, got {small!r}")
+    sigmas = float(pol.get("sigmas", 2.0))
+    people = pop.generate(np.random.default_rng([seed, 0]))
+    pub = protect_publication(people, pop.tables(), pop.hierarchies(), swap, ck,
+                              np.random.default_rng([seed, 1]))
+    describe = (f"{pop.describe()}, seed {seed}: {len(people)} persons; protected by "
+                + "; ".join(x for x in (swap.describe() if swap else None,
+                                        ck.describe() if ck else None) if x))
+    return {"publication": pub, "population": pop, "settings": settings, "sims": sims,
+            "min_cells": min_cells, "seed": seed, "threshold": threshold, "small": small,
+            "sigmas": sigmas, "describe": describe}

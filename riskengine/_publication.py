@@ -8,8 +8,8 @@ parameter setting so that a board can choose by numbers rather than by trial and
 :func:`publication_measures` compares the published set with the original one, cell by
 cell and record by record.  These are the measures an agency can compute knowing the
 original (empirical, for one protected publication; average them over seeds for their
-expectation); the intruder's posterior under TRS + CKM with secret parameters is not
-here yet.
+expectation); the intruder's posterior under TRS + CKM with secret parameters is in
+:mod:`riskengine._census_posterior`.
 """
 
 from __future__ import annotations

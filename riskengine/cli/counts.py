@@ -209,6 +209,9 @@ def _route_line(post) -> str | None:
 
 
 def cmd_assess(args) -> int:
+    from .census import assess_census, is_census_config
+    if is_census_config(args.release):
+        return assess_census(args)
     from .. import priors
     from .._io import atomic_write_netcdf
     from .._verdict import UNDECIDED, annotate, verdict

@@ -139,7 +139,10 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("assess", help="posterior risk of every cell of a release")
     a.add_argument("release", nargs="?", help=_RELEASE_HELP + " (default: the bundled seed "
                    "003 example); a magnitude release (cell suppression of magnitudes, CTA) gets the "
-                   "audit instead (as riskengine audit), written to audit.nc / audit.html")
+                   "audit instead (as riskengine audit), written to audit.nc / audit.html; a "
+                   "census publication config (.toml: [population], [swapping], [cell_key], "
+                   "[intruder], [policy]; README) gets the intruder's simulation-based "
+                   "posterior and its verdict, written to census.nc / census.html")
     _release_options(a)
     a.add_argument("--also", action="append", metavar="RELEASE",
                    help="another release of the same records (repeatable): the tables are "

@@ -4,19 +4,20 @@ reconstruct.
 :func:`write_report` takes a result (an :class:`~riskengine.Posterior`, a result
 ``xarray.Dataset`` or the path of its netCDF file) and writes the report, named after its
 kind (``assess.html``, ``compare.html``, ``simulate.html``, ``analyze.html``,
-``audit.html``, ``reconstruct.html``: one folder holds one of each), plus each plot as a PNG into a folder.  Each kind's plots have their
+``audit.html``, ``reconstruct.html``, ``census.html``: one folder holds one of each), plus each plot as a PNG into a folder.  Each kind's plots have their
 own names (:data:`FIGURES`), so :func:`remove_report` can take a kind's report away with
 its plots.  The HTML needs nothing else: images are
 embedded as ``data:image/png;base64`` URIs, the style is inline, there is no
 script and no external reference, so the file can be mailed or archived alone.
 
 Which report a dataset gets is read from ``attrs["riskengine_kind"]``
-(``"assess"``, ``"compare"``, ``"simulate"``, ``"analyze"``, ``"audit"`` or
-``"reconstruct"``); without it the
+(``"assess"``, ``"compare"``, ``"simulate"``, ``"analyze"``, ``"audit"``,
+``"reconstruct"`` or ``"census"``); without it the
 kind is recognised from the variables (``pmf`` -> assess, ``risk``/``utility`` over
 ``mechanism`` -> compare, ``map_hit`` over ``table`` -> simulate, ``suppressed`` /
 ``lower`` / ``exact`` of :func:`riskengine.audit` -> audit, ``record_k`` / ``certain`` /
-``unit`` of :func:`riskengine.reconstruct` -> reconstruct).
+``unit`` of :func:`riskengine.reconstruct` -> reconstruct, ``prob_exact_se`` /
+``n_similar`` of the census posterior -> census).
 """
 
 import importlib

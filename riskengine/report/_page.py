@@ -19,7 +19,7 @@ from .._version import __version__
 
 #: the dataset attribute that says which kind of result a dataset is
 KIND_ATTR = "riskengine_kind"
-KINDS = ("assess", "compare", "simulate", "analyze", "audit", "reconstruct")
+KINDS = ("assess", "compare", "simulate", "analyze", "audit", "reconstruct", "census")
 #: the PNG names (without ``.png``; shell patterns) each kind of report writes: no two
 #: kinds share one, so a folder holds every kind's report and plots side by side
 FIGURES = {"assess": ("heatmap_max_prob", "heatmap_prob_exact", "posterior_bars"),
@@ -27,7 +27,8 @@ FIGURES = {"assess": ("heatmap_max_prob", "heatmap_prob_exact", "posterior_bars"
            "simulate": ("calibration", "hit_rates"),
            "analyze": ("statistic_*",),
            "audit": (),
-           "reconstruct": ()}
+           "reconstruct": (),
+           "census": ()}
 _MAX_ROWS = 200  # per-cell tables longer than this show the riskiest rows only
 
 _CSS = """

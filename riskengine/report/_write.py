@@ -12,6 +12,7 @@ from ._page import KIND_ATTR, KINDS, _Doc
 from .analyze import _analyze
 from .assess import _assess
 from .audit import _audit
+from .census import _census
 from .compare import _compare
 from .reconstruct import _reconstruct
 from .simulate import _simulate
@@ -35,6 +36,8 @@ def _kind(ds: xr.Dataset) -> str:
         return "audit"
     if "record_k" in ds and "certain" in ds and "unit" in ds:
         return "reconstruct"
+    if "prob_exact_se" in ds and "n_similar" in ds:
+        return "census"
     raise ValueError(f"cannot tell which riskengine result this is: no attrs[{KIND_ATTR!r}] and "
                      f"variables {sorted(ds.data_vars)} fit none of {', '.join(KINDS)}")
 
@@ -67,7 +70,9 @@ _TITLES = {"assess": "Disclosure-risk assessment of a release",
            "simulate": "Intruder simulation study",
            "analyze": "The user's analysis: statistics of the original table",
            "audit": "Audit of a magnitude release: what an intruder can derive",
-           "reconstruct": "Reconstruction audit of a table set: the persons it pins down"}
+           "reconstruct": "Reconstruction audit of a table set: the persons it pins down",
+           "census": ("A census publication under swapping and the cell key method: what an "
+                      "intruder infers")}
 
 
 def render_report(obj, *, release=None, truth=None, level: float = 0.95,
@@ -112,6 +117,8 @@ def _render(obj, *, release, truth, level, title, threshold, max_expected) -> tu
         _audit(doc, ds)
     elif kind == "reconstruct":
         _reconstruct(doc, ds)
+    elif kind == "census":
+        _census(doc, ds)
     else:
         _simulate(doc, ds)
     return kind, doc.html(), doc.images

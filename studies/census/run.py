@@ -13,7 +13,7 @@ level of the geography.  TRS: risk variables sex and age at every geography leve
 k-anonymity 3, similarity profile household size, swap rates 2 %, 5 %, 10 %.  CKM: two
 p-tables designed by maximum entropy, (D=2, V=0.5) and (D=4, V=2).  The measures are the
 agency's (empirical, knowing the original); the intruder's posterior under TRS + CKM is
-not computed here.
+in intruder.py.
 """
 
 from __future__ import annotations
@@ -173,9 +173,9 @@ def write(df, a, people, elapsed, out: Path):
                  f"-{prot.loc[[st for st in prot.index if st.startswith('TRS') and '+' not in st], 'mean_abs_dev'].max():.2f}).")
     lines += ["", "Counts of original 1-cells are small at district level (a handful), so "
               "those shares move in steps; the numbers are averages over the seeds, not "
-              "expectations with error bars.  Not in this study yet: the intruder's "
-              "posterior under TRS + CKM with secret parameters (issue 31, item 3) and "
-              "differencing across the tables."]
+              "expectations with error bars.  The intruder's posterior under TRS + CKM "
+              "with secret parameters is in intruder.md (studies/census/intruder.py); "
+              "differencing across the tables is not in this study yet."]
     out.write_text("\n".join(lines) + "\n")
     print(f"written {out}")
 

@@ -117,6 +117,26 @@ def _warmup_structures(table, priors_, rng) -> str:
     return "suppressed 3 x 3 with a 2-level hierarchy: route sums"
 
 
+def _warmup_large(rng) -> str:
+    """Counts past the tiny tables' windows: the Gibbs route's log-concave lines (longer
+    than ``kernels.gibbs.SHORT_LINE`` values: ``sweeps_2d_concave``) on a 3 x 3
+    margins-only table with cells near 60, and the fiber route's sums on a 2 x 3 one."""
+    import numpy as np
+
+    from ..inference.resolve import posterior
+    from ..mechanisms.margins_only import MarginsOnly
+    from ..priors import NegativeBinomial
+    from ..protocol import MonteCarlo
+    from ..table import Table
+    t3 = Table(np.array([[61, 55, 70], [48, 66, 59], [72, 50, 63]]), dims=("v", "w"))
+    posterior(MarginsOnly().protect(t3), NegativeBinomial(60.0, 5.0), route="gibbs",
+              mcmc=MonteCarlo(warmup=20, draws=20)).sample(3, rng)
+    t2 = Table(np.array([[61, 55, 70], [48, 66, 59]]), dims=("v", "w"))
+    posterior(MarginsOnly().protect(t2), NegativeBinomial(60.0, 5.0),
+              route="fiber").sample(3, rng)
+    return "margins-only 3 x 3 and 2 x 3 near 60: routes gibbs (long lines), fiber"
+
+
 def cmd_warmup(args) -> int:
     import warnings
 
@@ -138,7 +158,8 @@ def cmd_warmup(args) -> int:
         warnings.simplefilter("ignore")     # tiny Monte Carlo runs do not converge: no matter
         steps = [(name, cls) for name, cls in sorted(REGISTRY.items()) if cls.routes]
         steps += [("grouped subtotals", "grouped"), ("release sets", "sets"),
-                  ("hierarchies", "structures"), ("count estimate (SIS)", "sis")]
+                  ("hierarchies", "structures"), ("large counts", "large"),
+                  ("count estimate (SIS)", "sis")]
         for name, cls in steps:
             t0, before = time.perf_counter(), dict(watch.seconds)
             if cls == "grouped":
@@ -147,6 +168,8 @@ def cmd_warmup(args) -> int:
                 what = _warmup_sets(priors_, rng)
             elif cls == "structures":
                 what = _warmup_structures(tables[0], priors_, rng)
+            elif cls == "large":
+                what = _warmup_large(rng)
             elif cls == "sis":
                 from ..mechanisms.margins_only import MarginsOnly
                 estimate_count(MarginsOnly().protect(tables[0]), n=200)

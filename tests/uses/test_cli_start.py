@@ -148,4 +148,5 @@ def test_warmup_runs_every_mechanisms_routes(capsys):
         # grouped subtotals come from no mechanism's protect: a step of their own
         assert set(ran) == {r.name for r in cls.routes} - {"grouped-dp"}, (name, lines[name])
     assert "route grouped-dp" in lines["grouped"] and "count" in lines
+    assert "gibbs (long lines)" in lines["large"]
     assert re.search(r"^warmup done in [\d.]+ s: ", out, flags=re.MULTILINE)

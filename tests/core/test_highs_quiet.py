@@ -40,12 +40,14 @@ def test_the_accumulating_clock_it_works_around():
     import highspy
     h, rng, n = _lp()
     h.setOptionValue("time_limit", 0.02)
-    for _ in range(5000):                      # until the runs add up past the limit
-        if h.getRunTime() > 0.03:
+    # until the runs add up past the limit (the run that crosses it stops there, so the
+    # clock may stay within a few ms above 0.02 -- on a busy machine, 0.0293 once)
+    for _ in range(5000):
+        if h.getRunTime() > 0.02:
             break
         h.changeColsCost(n, np.arange(n, dtype=np.int32), rng.standard_normal(n))
         h.run()
-    assert h.getRunTime() > 0.03
+    assert h.getRunTime() > 0.02
     h.changeColsCost(n, np.arange(n, dtype=np.int32), rng.standard_normal(n))
     h.run()
     assert h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit

@@ -23,9 +23,10 @@ from ..inference.grouped import Grouped2D
 from ..inference.halves import Halves
 from ..inference.hypergeometric import Hypergeometric
 from ..inference.table_dp import TableDP
+from ..inference.three_by_three import ThreeByThree
+from ..protocol import Example, Mechanism, register
 from ..release import Release
 from ..table import count_table
-from ..protocol import Example, Mechanism, register
 from ._examples import counts_3x3
 
 __all__ = ["MarginsOnly", "exact_bounds", "frechet_bounds"]
@@ -69,7 +70,7 @@ class MarginsOnly(Mechanism):
     additive = True
     aliases = ("margins",)
     windows = staticmethod(entry_windows)
-    routes = (Fiber(), Halves(draws=TableDP()), TableDP(),
+    routes = (Fiber(), ThreeByThree(), Halves(draws=TableDP()), TableDP(),
               Hypergeometric(count_by=TableDP()), Grouped2D(), Enumerate3D(), BlockGibbs())
 
     def _params(self) -> dict:

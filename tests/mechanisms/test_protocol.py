@@ -136,7 +136,7 @@ def test_a_forced_route_that_does_not_apply_names_the_reason(rng):
     rel = rk.MarginsOnly().protect(_t2(rng))
     with pytest.raises(ValueError, match="route 'enumerate' cannot answer this release: the "
                                          "3-D enumerator covers 3-D tables.*routes that apply: "
-                                         "halves, dp"):
+                                         "three-by-three, halves, dp"):
         rk.posterior(rel, route="enumerate")
 
 

@@ -510,6 +510,39 @@ def sweeps(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites, six, thin=
 
 
 @njit
+def _random_cycle(R, C, mmax, midx, mdv):
+    """A random cycle through ``m >= 3`` rows and columns (+1 at (r_u, q_u), -1 at (r_u,
+    q_u+1), ``m`` as in :func:`_cycle_length`) written into ``midx`` / ``mdv``; returns
+    its number of cells ``2 m``."""
+    m = _cycle_length(mmax)
+    rr = np.random.permutation(R)[:m]
+    qq = np.random.permutation(C)[:m]
+    for u in range(m):
+        midx[2 * u] = rr[u] * C + qq[u]
+        mdv[2 * u] = 1
+        midx[2 * u + 1] = rr[u] * C + qq[(u + 1) % m]
+        mdv[2 * u + 1] = -1
+    return 2 * m
+
+
+@njit
+def _random_basic(R, C, idx, dv):
+    """A random basic move (+1 -1 / -1 +1 on two rows and two columns) written into
+    ``idx`` / ``dv`` (4 cells)."""
+    i1 = np.random.randint(R)
+    i2 = np.random.randint(R - 1)
+    if i2 >= i1:
+        i2 += 1
+    j1 = np.random.randint(C)
+    j2 = np.random.randint(C - 1)
+    if j2 >= j1:
+        j2 += 1
+    idx[0], idx[1] = i1 * C + j1, i1 * C + j2
+    idx[2], idx[3] = i2 * C + j1, i2 * C + j2
+    dv[0], dv[1], dv[2], dv[3] = 1, -1, -1, 1
+
+
+@njit
 def sweeps_2d(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites, cycles=True):
     """``n`` sweeps over an R x C table (flat C order; totals rows, columns, grand: three
     per cell in ``tix``).  A sweep: R * C basic moves (+1 -1 / -1 +1 on two random rows and
@@ -532,28 +565,11 @@ def sweeps_2d(x, dims, clo, cw, mlo, mw, tix, tsum, n, keep, out, sites, cycles=
     for it in range(n):
         if cycles and mmax >= 3:
             for _ in range(max(1, ncell // 4)):
-                m = _cycle_length(mmax)
-                rr = np.random.permutation(R)[:m]
-                qq = np.random.permutation(C)[:m]
-                for u in range(m):
-                    midx[2 * u] = rr[u] * C + qq[u]
-                    mdv[2 * u] = 1
-                    midx[2 * u + 1] = rr[u] * C + qq[(u + 1) % m]
-                    mdv[2 * u + 1] = -1
-                _move_line(x, clo, cw, midx, mdv, 2 * m, p)
+                m2 = _random_cycle(R, C, mmax, midx, mdv)
+                _move_line(x, clo, cw, midx, mdv, m2, p)
         if R >= 2 and C >= 2:
             for _ in range(ncell):
-                i1 = np.random.randint(R)
-                i2 = np.random.randint(R - 1)
-                if i2 >= i1:
-                    i2 += 1
-                j1 = np.random.randint(C)
-                j2 = np.random.randint(C - 1)
-                if j2 >= j1:
-                    j2 += 1
-                cells[0], cells[1] = i1 * C + j1, i1 * C + j2
-                cells[2], cells[3] = i2 * C + j1, i2 * C + j2
-                coefs[0], coefs[1], coefs[2], coefs[3] = 1, -1, -1, 1
+                _random_basic(R, C, cells, coefs)
                 _line(x, cells, coefs, 4, clo, cw, vptr, vfac, mlo, mw, tsum, p, tid, tco)
         if sites:
             for c in np.random.permutation(ncell):
@@ -756,25 +772,20 @@ def _concave_step(x, clo, cw, idx, dv, n, lo, hi):
 
 
 @njit
-def _move_line_concave(x, clo, cw, idx, dv, n, p):
-    """:func:`_move_line` for a log-concave target (every cell's log-weights concave on
-    an interval): lines longer than :data:`SHORT_LINE` redrawn by :func:`_concave_step`."""
+def _move_line_concave(x, clo, cw, cn, idx, dv, n, p):
+    """:func:`_move_line` for a log-concave target (every cell's log-weights finite and
+    concave on ``clo[c] .. clo[c] + cn[c] - 1``, ``-inf`` padding after): lines longer than
+    :data:`SHORT_LINE` redrawn by :func:`_concave_step`."""
     lo = -(1 << 40)
     hi = 1 << 40
-    W = cw.shape[1]
     for i in range(n):
         c = idx[i]
-        a = max(clo[c], 0) - x[c]
-        b = clo[c] + W - 1 - x[c]
+        a = clo[c] - x[c]
+        b = clo[c] + cn[c] - 1 - x[c]
         if dv[i] > 0:
             lo, hi = max(lo, a), min(hi, b)
         else:
             lo, hi = max(lo, -b), min(hi, -a)
-    # the finite part of the line: cells' windows may end in -inf padding
-    while hi > lo and _f_line(x, clo, cw, idx, dv, n, hi) == NEG:
-        hi -= 1
-    while lo < hi and _f_line(x, clo, cw, idx, dv, n, lo) == NEG:
-        lo += 1
     if hi - lo + 1 <= SHORT_LINE:
         _move_line(x, clo, cw, idx, dv, n, p)
         return
@@ -788,9 +799,10 @@ def _move_line_concave(x, clo, cw, idx, dv, n, p):
 
 
 @njit
-def sweeps_2d_concave(x, dims, clo, cw, n, keep, out, cptr, cidx, cdv):
+def sweeps_2d_concave(x, dims, clo, cw, cn, n, keep, out, cptr, cidx, cdv):
     """:func:`sweeps_2d` for every total exact and every cell's log-weights concave on an
-    interval (margins only, suppression under a log-concave prior): the basic moves and
+    interval (margins only, suppression under a log-concave prior; ``cn`` the number of
+    finite values of each cell's window, from ``clo``): the basic moves and
     the cycles (every circuit of K_{R,C}, which connect every such fiber), each line
     redrawn exactly by :func:`_move_line_concave` in O(log(length)) evaluations; and
     first, in a random order, the moves ``cidx[cptr[k]:cptr[k + 1]]`` with coefficients
@@ -813,32 +825,15 @@ def sweeps_2d_concave(x, dims, clo, cw, n, keep, out, cptr, cidx, cdv):
             for u in range(m):
                 midx[u] = cidx[cptr[k] + u]
                 mdv[u] = cdv[cptr[k] + u]
-            _move_line_concave(x, clo, cw, midx, mdv, m, p)
+            _move_line_concave(x, clo, cw, cn, midx, mdv, m, p)
         if mmax >= 3:
             for _ in range(max(1, ncell // 4)):
-                m = _cycle_length(mmax)
-                rr = np.random.permutation(R)[:m]
-                qq = np.random.permutation(C)[:m]
-                for u in range(m):
-                    midx[2 * u] = rr[u] * C + qq[u]
-                    mdv[2 * u] = 1
-                    midx[2 * u + 1] = rr[u] * C + qq[(u + 1) % m]
-                    mdv[2 * u + 1] = -1
-                _move_line_concave(x, clo, cw, midx, mdv, 2 * m, p)
+                m2 = _random_cycle(R, C, mmax, midx, mdv)
+                _move_line_concave(x, clo, cw, cn, midx, mdv, m2, p)
         if R >= 2 and C >= 2:
             for _ in range(ncell):
-                i1 = np.random.randint(R)
-                i2 = np.random.randint(R - 1)
-                if i2 >= i1:
-                    i2 += 1
-                j1 = np.random.randint(C)
-                j2 = np.random.randint(C - 1)
-                if j2 >= j1:
-                    j2 += 1
-                midx[0], midx[1] = i1 * C + j1, i1 * C + j2
-                midx[2], midx[3] = i2 * C + j1, i2 * C + j2
-                mdv[0], mdv[1], mdv[2], mdv[3] = 1, -1, -1, 1
-                _move_line_concave(x, clo, cw, midx, mdv, 4, p)
+                _random_basic(R, C, midx, mdv)
+                _move_line_concave(x, clo, cw, cn, midx, mdv, 4, p)
         if keep:
             out[it, :] = x
     return True

@@ -169,17 +169,23 @@ def cell_kinds(system, population, geo: str = "area") -> np.ndarray:
     """
     cells = system.cells
     levels = _levels(population)
+    names = ["total", "region", "district", "area"]
     out = np.full(len(cells), "", dtype=object)
     pub = cells["published"].to_numpy(bool)
-    names = ["total", "region", "district", "area"]
-    for j in np.flatnonzero(pub):
-        row = cells.iloc[j]
-        table = row["tables"][0]
+    first = np.array([t[0] if t else "" for t in cells["tables"]], dtype=object)
+    for table in system.grids:
+        rows = np.flatnonzero(pub & (first == table))
+        if not rows.size:
+            continue
         tdims = system.grids[table][0]
         tot = system.totals[table]
-        lev = names[levels.get(row[geo], 0)] if geo in tdims else "-"
-        others = [d for d in tdims if d != geo and row[d] != tot[d]]
-        out[j] = f"{table}|{lev}|{'x'.join(others) if others else 'total'}"
+        lev = ([names[levels.get(code, 0)] for code in cells[geo].to_numpy()[rows]]
+               if geo in tdims else ["-"] * rows.size)
+        off = [np.where(cells[d].to_numpy()[rows] != tot[d], d, "") for d in tdims
+               if d != geo]
+        others = ["x".join(p for p in combo if p) or "total" for combo in zip(*off)] \
+            if off else ["total"] * rows.size
+        out[rows] = [f"{table}|{g}|{o}" for g, o in zip(lev, others)]
     return out
 
 
@@ -254,7 +260,7 @@ def simulate_cells(population, tables, settings, sims: int, rng, geo: str = "are
     return pd.concat(frames, ignore_index=True)
 
 
-def _ratio(num: pd.DataFrame, den: pd.DataFrame, sims: int):
+def _ratio(num: pd.DataFrame, den: pd.DataFrame):
     """Ratio estimates ``sum num / sum den`` per group (columns: the groups, rows: the
     simulations) and their cluster-robust standard errors over the simulations."""
     N = den.sum(axis=0)
@@ -334,12 +340,10 @@ def intruder_posterior(pub, population, settings, sims: int = 200, rng=None,
     wide = {c: agg[c].unstack(level=key).fillna(0.0) for c in ("cnt", "hit", "original",
                                                                 "one")}
     den = wide["cnt"]
-    p_hit, se_hit = _ratio(wide["hit"], den, n_sims)
-    mean, _ = _ratio(wide["original"], den, n_sims)
-    # the mean's s.e.: residuals of the sums of originals against the mean
+    p_hit, se_hit = _ratio(wide["hit"], den)
+    mean, se_mean = _ratio(wide["original"], den)
+    p_one, se_one = _ratio(wide["one"], den)
     N = den.sum(axis=0)
-    se_mean = np.sqrt(((wide["original"] - den * mean) ** 2).sum(axis=0)) / N
-    p_one, se_one = _ratio(wide["one"], den, n_sims)
     enough = N >= min_cells
 
     s = pub.release.system

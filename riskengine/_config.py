@@ -415,12 +415,16 @@ def census_args(cfg: dict, base: Path) -> dict:
                                     sw.pop("similar", [["hhsize"]]), **sw)
         except TypeError as exc:
             raise ValueError(f"[swapping]: {exc}") from None
+    def cell_key(d, where):
+        """``rk.CellKey(D=, V=)`` of a table ``{D, V}`` (V defaults to D / 2)."""
+        if not isinstance(d, dict):
+            raise TypeError(f"{where} must be a table {{D, V}}, got {d!r}")
+        _keys(d, ("D", "V"), where)
+        D = _int(d, "D", 2, 1, where)
+        return CellKey(D=D, V=float(d.get("V", D / 2)))
+
     ck_cfg = cfg.get("cell_key")
-    ck = None
-    if ck_cfg is not None:
-        ck_cfg = _keys(ck_cfg, ("D", "V"), "[cell_key]")
-        ck = CellKey(D=_int(ck_cfg, "D", 2, 1, "[cell_key]"),
-                     V=float(ck_cfg.get("V", ck_cfg.get("D", 2) / 2)))
+    ck = None if ck_cfg is None else cell_key(ck_cfg, "[cell_key]")
     if swap is None and ck is None:
         raise ValueError("the census config protects nothing: give [swapping] and / or "
                          "[cell_key]")
@@ -428,8 +432,7 @@ def census_args(cfg: dict, base: Path) -> dict:
     rates = intr.get("swaprate", [None if swap is None else swap.swaprate])
     if not isinstance(rates, list) or not rates:
         raise ValueError(f"[intruder] swaprate must be a non-empty list, got {rates!r}")
-    cks = intr.get("cell_key", [None if ck is None else {"D": ck_cfg["D"],
-                                                          "V": ck_cfg.get("V", ck_cfg["D"] / 2)}])
+    cks = intr.get("cell_key", [ck_cfg])
     if not isinstance(cks, list) or not cks:
         raise ValueError(f"[intruder] cell_key must be a non-empty list of {{D, V}} tables, "
                          f"got {cks!r}")
@@ -443,14 +446,7 @@ def census_args(cfg: dict, base: Path) -> dict:
                 if not isinstance(r, (int, float)) or isinstance(r, bool):
                     raise ValueError(f"[intruder] swaprate entries are numbers, got {r!r}")
                 s_r = TargetedSwapping(**{**swap._params(), "swaprate": float(r)})
-            c_r = None
-            if c is not None:
-                if not isinstance(c, dict):
-                    raise ValueError(f"[intruder] cell_key entries are tables {{D, V}}, got "
-                                     f"{c!r}")
-                _keys(c, ("D", "V"), "[intruder] cell_key")
-                c_r = CellKey(D=_int(c, "D", 2, 1, "[intruder] cell_key"),
-                              V=float(c.get("V", c.get("D", 2) / 2)))
+            c_r = None if c is None else cell_key(c, "[intruder] cell_key")
             settings.append(Setting(s_r, c_r))
     pol = dict(_keys(cfg.get("policy", {}), _CENSUS_POLICY, "[policy]"))
     threshold = float(pol.get("threshold", 0.5))

@@ -409,13 +409,8 @@ def _long_concave_lines(clo, cw, sites: bool) -> bool:
     if sites:
         return False
     fin = np.isfinite(cw)
-    width = fin.sum(axis=1)
-    if width.max() <= moves.SHORT_LINE:
-        return False
-    first = np.argmax(fin, axis=1)
-    last = cw.shape[1] - 1 - np.argmax(fin[:, ::-1], axis=1)
-    cols = np.arange(cw.shape[1])
-    if np.any(~fin & (cols >= first[:, None]) & (cols <= last[:, None])):
+    # finite from each window's first value on (trimmed windows), without holes
+    if fin.sum(axis=1).max() <= moves.SHORT_LINE or not fin[:, 0].all() or _holes(cw):
         return False
     w = np.where(fin, cw, 0.0)
     d2 = w[:, 2:] - 2 * w[:, 1:-1] + w[:, :-2]
@@ -492,8 +487,8 @@ def fundamental_cycles(free: np.ndarray):
 def _concave_chain(ch, tick, crng, start, r, c, dims, clo, cw, warmup, draws):
     """One chain of :func:`kernels.gibbs.sweeps_2d_concave`: ``warmup`` sweeps, then
     ``draws`` kept, in pieces of 50 sweeps (progress between them)."""
-    fin = np.isfinite(cw)
-    cyc = fundamental_cycles((fin.sum(axis=1) > 1).reshape(r, c))
+    cn = np.isfinite(cw).sum(axis=1).astype(np.int64)  # finite from clo on: one interval
+    cyc = fundamental_cycles((cn > 1).reshape(r, c))
     out = np.zeros((draws, r * c), np.int64)
     idle = np.zeros((1, 1), np.int64)
     x = np.ascontiguousarray(np.rint(start).astype(np.int64)).reshape(-1)
@@ -501,13 +496,13 @@ def _concave_chain(ch, tick, crng, start, r, c, dims, clo, cw, warmup, draws):
     done = 0
     while done < warmup:
         k = min(50, warmup - done)
-        moves.sweeps_2d_concave(x, dims, clo, cw, k, False, idle, *cyc)
+        moves.sweeps_2d_concave(x, dims, clo, cw, cn, k, False, idle, *cyc)
         tick(k)
         done += k
     kept = 0
     while kept < draws:
         k = min(50, draws - kept)
-        moves.sweeps_2d_concave(x, dims, clo, cw, k, True, out[kept:kept + k], *cyc)
+        moves.sweeps_2d_concave(x, dims, clo, cw, cn, k, True, out[kept:kept + k], *cyc)
         tick(k)
         kept += k
     lw = np.take_along_axis(cw, (out[-1] - clo)[:, None], axis=1) if draws else None
@@ -516,14 +511,20 @@ def _concave_chain(ch, tick, crng, start, r, c, dims, clo, cw, warmup, draws):
     return out.reshape(draws, r, c)
 
 
-def _moves_2d(cw, sites: bool) -> str:
-    """What is proven about the 2-D chain reaching every candidate (the module docstring),
-    from the cell windows ``cw`` (flat log-weights) and whether some total is a window."""
+def _holes(cw) -> bool:
+    """Whether some cell's window (rows of ``cw``, log-weights) has an impossible value
+    between its first and last possible ones."""
     fin = np.isfinite(cw)
     first = np.argmax(fin, axis=1)
     last = cw.shape[1] - 1 - np.argmax(fin[:, ::-1], axis=1)
     cols = np.arange(cw.shape[1])
-    holes = bool(np.any(~fin & (cols >= first[:, None]) & (cols <= last[:, None])))
+    return bool(np.any(~fin & (cols >= first[:, None]) & (cols <= last[:, None])))
+
+
+def _moves_2d(cw, sites: bool) -> str:
+    """What is proven about the 2-D chain reaching every candidate (the module docstring),
+    from the cell windows ``cw`` (flat log-weights) and whether some total is a window."""
+    holes = _holes(cw)
     if not sites and not holes:
         return ("the moves connect every candidate (proven): with every total exact, the "
                 "basic moves and the cycles are the Graver basis of two-way tables (the "

@@ -117,9 +117,7 @@ def cell_counts(r, c) -> tuple:
     c = [int(v) for v in c]
     counts = [[first_cell_counts([r[k] for k in _order(i)], [c[k] for k in _order(j)])
                for j in range(3)] for i in range(3)]
-    total = sum(int(v) for v in counts[0][0]) if counts[0][0].dtype == object else \
-        sum(int(s) for s in np.add.reduceat(counts[0][0], np.arange(0, counts[0][0].size,
-                                                                   1000)))
+    total = sum(counts[0][0].tolist())          # Python integers: exact at any size
     return counts, total
 
 
@@ -248,7 +246,7 @@ def _sampler(R, C, first):
 def _prepare(plan):
     """``(R, C, entry windows)``; a str: why the route does not apply; None: no
     candidate."""
-    from .halves import _flat
+    from .halves import _flat, _support
     release = plan.release
     ew = plan.inputs["windows"].with_prior(plan.prior, release.coords).trimmed()
     if ew is None:
@@ -261,13 +259,9 @@ def _prepare(plan):
     d0, d1 = ew.dims
     R = [int(v) for v in np.ravel(ew.lo[(d0,)])]
     C = [int(v) for v in np.ravel(ew.lo[(d1,)])]
-    fin = np.isfinite(lw)
-    first = lo + np.argmax(fin, axis=-1)
-    last = lo + lw.shape[-1] - 1 - np.argmax(fin[..., ::-1], axis=-1)
+    sup = _support(lo, lw)                  # None: a window with a hole
     full = np.minimum.outer(np.asarray(R), np.asarray(C))
-    span = np.arange(lw.shape[-1])
-    inside = (span >= (first - lo)[..., None]) & (span <= (last - lo)[..., None])
-    if np.any(first != 0) or np.any(last != full) or np.any(inside & ~fin):
+    if sup is None or np.any(sup[0] != 0) or np.any(sup[1] != full):
         return ("the 3 x 3 closed form needs every cell free from 0 to its row and column "
                 "totals (margins only, no bounds from the prior)")
     return R, C, ew

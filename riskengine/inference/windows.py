@@ -175,6 +175,28 @@ class EntryWindows:
         return EntryWindows(dims, self.shape, new_lo, new_lw, self.approximation, shift,
                             self.cut)
 
+    def _totals_of_cells(self):
+        """Each published total's cells and window ends: ``[(e, tlo, thi)]``, ``e[c]``
+        the index within that total's table of the total cell ``c`` counts in, ``tlo``
+        / ``thi`` the first and last value of each total's window (finite weight)."""
+        dims = self.dims
+        n = self.interior[1].shape[:-1]
+        ncell = int(np.prod(n, dtype=np.int64))
+        idx = np.indices(n).reshape(len(dims), -1)
+        out = []
+        for k in self.lo:
+            if k == dims:
+                continue
+            kept = [i for i, d in enumerate(dims) if d in k]
+            bshape = tuple(n[i] for i in kept)
+            e = (np.ravel_multi_index(tuple(idx[i] for i in kept), bshape) if kept
+                 else np.zeros(ncell, np.int64))
+            f = np.isfinite(self.lw[k])
+            tlo = (self.lo[k] + np.argmax(f, axis=-1)).ravel()
+            thi = (self.lo[k] + f.shape[-1] - 1 - np.argmax(f[..., ::-1], axis=-1)).ravel()
+            out.append((e, tlo, thi))
+        return out
+
     def mode(self, rng: np.random.Generator | None = None) -> np.ndarray:
         """The table that maximises the interior's log-weights (concave envelope, by
         linear programming over the increments of each cell, HiGHS) subject to every total
@@ -182,7 +204,6 @@ class EntryWindows:
         and the system is totally unimodular (2-D tables), a close anchor otherwise.
         ``rng``: random gains instead of the log-weights' (a random vertex of the same
         polytope: dispersed starting tables for Monte Carlo chains)."""
-        dims = self.dims
         lo, lw = self.interior
         W = lw.shape[-1]
         fin = np.isfinite(lw)
@@ -203,17 +224,7 @@ class EntryWindows:
             gain = np.where(gain > -1e6, rng.standard_normal(gain.shape), gain)
         rows, lb, ub = [], [], []
         nrow = 0
-        idx = np.indices(n).reshape(len(dims), -1)
-        for k in self.lo:
-            if k == dims:
-                continue
-            kept = [i for i, d in enumerate(dims) if d in k]
-            bshape = tuple(n[i] for i in kept)
-            e = (np.ravel_multi_index(tuple(idx[i] for i in kept), bshape) if kept
-                 else np.zeros(ncell, np.int64))
-            f = np.isfinite(self.lw[k])
-            tlo = (self.lo[k] + np.argmax(f, axis=-1)).ravel()
-            thi = (self.lo[k] + f.shape[-1] - 1 - np.argmax(f[..., ::-1], axis=-1)).ravel()
+        for e, tlo, thi in self._totals_of_cells():
             fixed = np.bincount(e, weights=base, minlength=tlo.size)
             rows.append(nrow + e[cell_of])
             lb.append(tlo - fixed)
@@ -250,7 +261,6 @@ class EntryWindows:
         numpy.ndarray
             float, the table's shape.
         """
-        dims = self.dims
         lo, lw = self.interior
         W = lw.shape[-1]
         fin = np.isfinite(lw)
@@ -258,22 +268,14 @@ class EntryWindows:
         last = (lo + W - 1 - np.argmax(fin[..., ::-1], axis=-1)).ravel().astype(float)
         n = lw.shape[:-1]
         ncell = int(np.prod(n, dtype=np.int64))
-        idx = np.indices(n).reshape(len(dims), -1)
         rows, cols, lb, ub = [], [], [], []
         nrow = 0
-        for k in self.lo:
-            if k == dims:
-                continue
-            kept = [i for i, d in enumerate(dims) if d in k]
-            bshape = tuple(n[i] for i in kept)
-            e = (np.ravel_multi_index(tuple(idx[i] for i in kept), bshape) if kept
-                 else np.zeros(ncell, np.int64))
-            f = np.isfinite(self.lw[k])
-            lb.append((self.lo[k] + np.argmax(f, axis=-1)).ravel())
-            ub.append((self.lo[k] + f.shape[-1] - 1 - np.argmax(f[..., ::-1], axis=-1)).ravel())
+        for e, tlo, thi in self._totals_of_cells():
+            lb.append(tlo)
+            ub.append(thi)
             rows.append(nrow + e)
             cols.append(np.arange(ncell))
-            nrow += lb[-1].size
+            nrow += tlo.size
         gain = rng.standard_normal(ncell)
         if nrow:
             A = sp.csr_array((np.ones(ncell * len(rows)),

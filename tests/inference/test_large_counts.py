@@ -77,11 +77,10 @@ def _spec(spec, shape, rng):
     return spec
 
 
-@pytest.mark.parametrize("shape,scale", [((2, 2), 300), ((2, 3), 60), ((3, 2), 60),
-                                         ((2, 2), 7)])
-@pytest.mark.parametrize("k", range(len(SPECS)))
-def test_margins_only_equals_the_brute_force(shape, scale, k):
-    rng = np.random.default_rng(100 * k + scale)
+def _margins_checked(shape, scale, k, seed):
+    """A random margins-only table under ``SPECS[k]``: its posterior checked against the
+    brute force (refused when no table fits: None); ``(post, release, prior, want)``."""
+    rng = np.random.default_rng(seed)
     spec = _spec(SPECS[k], shape, rng)
     T = rng.integers(scale // 2, scale + 1, size=shape)
     rel = rk.MarginsOnly().protect(rk.Table(T, dims=DIMS))
@@ -90,9 +89,20 @@ def test_margins_only_equals_the_brute_force(shape, scale, k):
     if want["count"] == 0:
         with pytest.raises(ValueError, match="no original"):
             rk.posterior(rel, prior)
-        return
+        return None
     post = rk.posterior(rel, prior)
     _check(post, want, "fiber")
+    return post, rel, prior, want
+
+
+@pytest.mark.parametrize("shape,scale", [((2, 2), 300), ((2, 3), 60), ((3, 2), 60),
+                                         ((2, 2), 7)])
+@pytest.mark.parametrize("k", range(len(SPECS)))
+def test_margins_only_equals_the_brute_force(shape, scale, k):
+    got = _margins_checked(shape, scale, k, 100 * k + scale)
+    if got is None:
+        return
+    post, rel, prior, want = got
     assert rk.count_candidates(rel, prior) == want["count"]
     for keep, tot in post.totals.items():        # published exactly: point masses
         np.testing.assert_array_equal(tot.start, np.asarray(rel.margins[keep]))
@@ -116,10 +126,11 @@ SUPPRESSION_SPECS = [
 ]
 
 
-@pytest.mark.parametrize("name", sorted(PATTERNS))
-@pytest.mark.parametrize("k", range(len(SUPPRESSION_SPECS)))
-def test_suppression_equals_the_brute_force(name, k):
-    rng = np.random.default_rng(7 + k)
+def _suppression_checked(name, k, seed):
+    """A random 3 x 3 table with the cells of ``PATTERNS[name]`` suppressed, under
+    ``SUPPRESSION_SPECS[k]``: its posterior checked against the brute force (refused when
+    no table fits: None), its draws keep the totals and the published cells."""
+    rng = np.random.default_rng(seed)
     spec = _spec(SUPPRESSION_SPECS[k], (3, 3), rng)
     T = rng.integers(5, 16, size=(3, 3))
     P = T.astype(float)
@@ -130,15 +141,23 @@ def test_suppression_equals_the_brute_force(name, k):
     if want["count"] == 0:
         with pytest.raises(ValueError, match="no original"):
             rk.posterior(rel, _prior(spec))
-        return
+        return None
     post = rk.posterior(rel, _prior(spec))
     _check(post, want, "fiber")
-    assert post.attrs["fiber_dimensions"] == (1 if name == "rectangle" else 2)
     draws = post.sample(200, np.random.default_rng(1)).values
     np.testing.assert_array_equal(draws.sum(2), np.broadcast_to(T.sum(1), (200, 3)))
     np.testing.assert_array_equal(draws.sum(1), np.broadcast_to(T.sum(0), (200, 3)))
     pub = ~np.isnan(P)
     assert (draws[:, pub] == T[pub]).all() and (draws >= 0).all()
+    return post
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+@pytest.mark.parametrize("k", range(len(SUPPRESSION_SPECS)))
+def test_suppression_equals_the_brute_force(name, k):
+    post = _suppression_checked(name, k, 7 + k)
+    if post is not None:
+        assert post.attrs["fiber_dimensions"] == (1 if name == "rectangle" else 2)
 
 
 @pytest.mark.parametrize("spec", [{"kind": "poisson", "rate": 30000.0}, {"kind": "uniform"},
@@ -385,17 +404,10 @@ CONCAVE = [1, 2, 3, 6]      # the log-concave specs of SPECS
 @pytest.mark.parametrize("shape,scale", [((2, 3), 60), ((3, 2), 60), ((2, 3), 9)])
 @pytest.mark.parametrize("k", CONCAVE)
 def test_fft_sums_equal_the_brute_force(shape, scale, k, fft_always):
-    rng = np.random.default_rng(300 * k + scale)
-    spec = _spec(SPECS[k], shape, rng)
-    T = rng.integers(scale // 2, scale + 1, size=shape)
-    rel = rk.MarginsOnly().protect(rk.Table(T, dims=DIMS))
-    want = ref.posterior(T.sum(1), T.sum(0), spec)
-    if want["count"] == 0:
-        with pytest.raises(ValueError, match="no original"):
-            rk.posterior(rel, _prior(spec))
+    got = _margins_checked(shape, scale, k, 300 * k + scale)
+    if got is None:
         return
-    post = rk.posterior(rel, _prior(spec))
-    _check(post, want, "fiber")
+    post, _, _, want = got
     assert post.attrs["fiber_fft_rounding_bound"] < 1e-10
     assert post.attrs["fiber_points_summed"] == want["count"]
     assert post.attrs["fiber_dropped_mass"] < 1e-16
@@ -404,24 +416,9 @@ def test_fft_sums_equal_the_brute_force(shape, scale, k, fft_always):
 @pytest.mark.parametrize("name", ["two rows", "two columns", "L"])
 @pytest.mark.parametrize("k", [1, 2, 3, 4])
 def test_fft_sums_of_suppression_equal_the_brute_force(name, k, fft_always):
-    rng = np.random.default_rng(70 + k)
-    spec = _spec(SUPPRESSION_SPECS[k], (3, 3), rng)
-    T = rng.integers(5, 16, size=(3, 3))
-    P = T.astype(float)
-    for c in PATTERNS[name]:
-        P[c] = np.nan
-    rel = rk.Release(P, margins=_margins(T), mechanism=rk.CellSuppression(), dims=DIMS)
-    want = ref.posterior(T.sum(1), T.sum(0), spec, published=P)
-    if want["count"] == 0:
-        with pytest.raises(ValueError, match="no original"):
-            rk.posterior(rel, _prior(spec))
-        return
-    post = rk.posterior(rel, _prior(spec))
-    _check(post, want, "fiber")
-    assert "fiber_fft_rounding_bound" in post.attrs
-    draws = post.sample(300, np.random.default_rng(2)).values
-    np.testing.assert_array_equal(draws.sum(2), np.broadcast_to(T.sum(1), (300, 3)))
-    np.testing.assert_array_equal(draws.sum(1), np.broadcast_to(T.sum(0), (300, 3)))
+    post = _suppression_checked(name, k, 70 + k)
+    if post is not None:
+        assert post.attrs["fiber_fft_rounding_bound"] < 1e-10
 
 
 def test_fft_sums_at_realistic_counts_equal_the_2d_sum(fft_always):

@@ -22,7 +22,7 @@ Every case (:func:`_check_draws`) checks that
 5. each draw's sums have positive mass in ``post.totals`` (every total the route reports).
 
 Statistics: Pearson's chi-square goodness of fit, the bins whose expected count is below 5
-pooled (smallest first; :func:`_pvalue`), p-value from the chi-square law with (bins - 1)
+pooled (smallest first; :func:`tests.reference.agreement.gof_pvalue`), p-value from the chi-square law with (bins - 1)
 degrees of freedom.  A check fails when p < ALPHA = 1e-5.  For a correct sampler each
 check raises a false alarm with probability about 1e-5; the file makes about 700 checks,
 so a fresh choice of seeds would false-alarm somewhere with probability below 1 %.  The
@@ -33,12 +33,10 @@ below ALPHA with 20000 draws.
 
 import math
 import zlib
-from collections import Counter
 
 import numpy as np
 import pytest
 import xarray as xr
-from scipy import stats
 
 import riskengine as rk
 from kernels.checkpoints import checkpoint_plan
@@ -47,6 +45,7 @@ from riskengine.inference.resolve import plan
 from tests.reference import draws as ref
 from tests.reference import numerics as num
 from tests.reference import tables as tab
+from tests.reference.agreement import gof_pvalue
 from tests.reference.cyclic import cyclic_brute
 from tests.reference.rounding import MARGINS_3D, rounding_log_likelihood_2d, rounding_posterior_3d
 
@@ -61,44 +60,8 @@ LABELS = {"v": ["south", "north", "east", "west", "centre", "islands"],
 # --- statistics ------------------------------------------------------------------------------
 
 
-def _pvalue(observed, expected: dict) -> float:
-    """Chi-square goodness of fit of the values ``observed`` to the pmf ``expected``
-    ({value: probability}); bins with expected count < 5 pooled, smallest first, until the
-    pooled bin reaches 5 (a last small remainder joins the largest bin)."""
-    counts = Counter(observed)
-    support = {k for k, q in expected.items() if q > 0}
-    outside = set(counts) - support
-    assert not outside, f"draws outside the support: {sorted(outside, key=str)[:5]}"
-    n = sum(counts.values())
-    keys = list(support)
-    q = np.array([expected[k] for k in keys], float)
-    e = q / q.sum() * n
-    o = np.array([counts.get(k, 0) for k in keys], float)
-    order = np.argsort(e, kind="stable")
-    bins_e, bins_o = [], []
-    acc_e = acc_o = 0.0
-    for ei, oi in zip(e[order], o[order]):
-        acc_e += ei
-        acc_o += oi
-        if acc_e >= 5.0:
-            bins_e.append(acc_e)
-            bins_o.append(acc_o)
-            acc_e = acc_o = 0.0
-    if acc_e > 0 or acc_o > 0:
-        if bins_e:
-            bins_e[-1] += acc_e
-            bins_o[-1] += acc_o
-        else:
-            bins_e.append(acc_e)
-            bins_o.append(acc_o)
-    if len(bins_e) < 2:
-        return 1.0
-    be, bo = np.array(bins_e), np.array(bins_o)
-    return float(stats.chi2.sf(((bo - be) ** 2 / be).sum(), len(be) - 1))
-
-
 def _gof(observed, expected: dict, what: str):
-    p = _pvalue(observed, expected)
+    p = gof_pvalue(observed, expected)
     assert p > ALPHA, f"{what}: the draws do not fit the exact pmf (chi-square p = {p:.3g})"
 
 

@@ -4,12 +4,16 @@ build them from the mechanisms' definitions)."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
+from scipy import stats
 
 import riskengine as rk
 
-__all__ = ["check_against_reference", "excess", "indicator_mcse", "monte_carlo_agrees", "pmf_on"]
+__all__ = ["check_against_reference", "excess", "gof_pvalue", "indicator_mcse",
+           "monte_carlo_agrees", "pmf_on"]
 
 
 def excess(start, probs, pmfs: dict, rtol: float = 1e-9, atol: float = 1e-12) -> float:
@@ -95,3 +99,39 @@ def monte_carlo_agrees(mc, exact, mean_z: float = 5.0, share: float = 0.99,
     err = np.abs(pmf_on(mc, lo, hi) - pmf_on(exact, lo, hi))
     assert err.max() <= pmf_tol, err.max()
     assert (err <= 4 * indicator_mcse(mc, lo, hi) + 1e-3).mean() >= share
+
+
+def gof_pvalue(observed, expected: dict) -> float:
+    """Chi-square goodness of fit of the values ``observed`` to the pmf ``expected``
+    ({value: probability}); bins with expected count < 5 pooled, smallest first, until the
+    pooled bin reaches 5 (a last small remainder joins the largest bin)."""
+    counts = Counter(observed)
+    support = {k for k, q in expected.items() if q > 0}
+    outside = set(counts) - support
+    assert not outside, f"draws outside the support: {sorted(outside, key=str)[:5]}"
+    n = sum(counts.values())
+    keys = list(support)
+    q = np.array([expected[k] for k in keys], float)
+    e = q / q.sum() * n
+    o = np.array([counts.get(k, 0) for k in keys], float)
+    order = np.argsort(e, kind="stable")
+    bins_e, bins_o = [], []
+    acc_e = acc_o = 0.0
+    for ei, oi in zip(e[order], o[order]):
+        acc_e += ei
+        acc_o += oi
+        if acc_e >= 5.0:
+            bins_e.append(acc_e)
+            bins_o.append(acc_o)
+            acc_e = acc_o = 0.0
+    if acc_e > 0 or acc_o > 0:
+        if bins_e:
+            bins_e[-1] += acc_e
+            bins_o[-1] += acc_o
+        else:
+            bins_e.append(acc_e)
+            bins_o.append(acc_o)
+    if len(bins_e) < 2:
+        return 1.0
+    be, bo = np.array(bins_e), np.array(bins_o)
+    return float(stats.chi2.sf(((bo - be) ** 2 / be).sum(), len(be) - 1))

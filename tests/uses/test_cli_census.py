@@ -82,6 +82,12 @@ def test_the_bundled_example_config_parses():
     c = census_args(cfg, base)
     assert len(c["settings"]) == 6 and c["sims"] == 40 and c["threshold"] == 0.5
     assert c["publication"].release.system.published.sum() > 0
+    # V defaults to D / 2, D to 2, and the intruder's candidate to the true p-table
+    c = census_args({"seed": 1, "sims": 2, "population": {"districts": 2, "areas": 2,
+                                                         "households": [5, 10]},
+                     "cell_key": {"V": 1.0}}, base)
+    assert [s.describe() for s in c["settings"]] == [
+        "no swapping; CellKey(D=2, V=1.0, js=0) (weight 1)"]
 
 
 @pytest.mark.parametrize("extra, match", [

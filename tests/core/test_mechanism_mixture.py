@@ -60,15 +60,16 @@ def test_mixture_equals_the_definitions(seed):
         return stats.poisson.logpmf(T, 2.0).sum(axis=1) if poisson else np.zeros(len(T))
     n = int(np.prod(shape))
     refs = []
-    keyed = len(shape) == 1 and totals      # a 1-D table and its total: the exact route
+    keyed = bool(totals)                   # totals: the exact routes integrate the keys
     for ptab in PTABS.values():            # a p-table that cannot give the release: Z = 0
-        if keyed:                          # integrates over the keys (tests/reference)
+        if keyed:                          # over the keys (tests/reference)
             pspec = ({"kind": "poisson", "rate": 2.0} if poisson else
                      {"kind": "flat", "low": 0, "high": hi})
             res = ref_ck.posterior(ptab, rel.published, dict(rel.margins), dims, pspec,
-                                   keys=True)
+                                   keys=True, crossing=True)
             probs = np.zeros((n, hi + 1))
-            for (c,), pmf in res["cells"].items():
+            for idx, pmf in res["cells"].items():
+                c = int(np.ravel_multi_index(idx, shape))
                 for v, q in pmf.items():
                     if v <= hi:
                         probs[c, v] = q

@@ -1,0 +1,327 @@
+"""The exact cell-key route for published totals that share cells: every candidate table
+listed, each weighed by its likelihood integrated over the record keys.
+
+Where the totals cross (the rows, columns and grand total of a 2-D table; 3-D margins;
+nested totals) the keys of the totals are sums over overlapping sets of cell keys, and
+the chain over the cells of :mod:`.keyed` does not apply.  This route lists every table
+whose cells and totals lie in their windows (a search over the cells that prunes on every
+total's range), and for each computes Pr(published | table) exactly
+(:mod:`kernels.key_carries`): the sum over the cells' grid segments of the joint law of
+the totals' carries, which depends only on which nonempty cells each total holds and is
+computed once per such pattern.  An entry whose cells are all empty has key 0; entries
+that hold the same nonempty cells have one key.
+
+Cost: the candidate tables (listed), and per table about ``N ** rank`` segment sums
+times (``N`` per cell + the carry vectors x the totals); per pattern of nonempty cells the
+carry law's chain.  ``auto`` passes the route over when the list or the sum is too long
+(the table then goes to the product of the entries' probabilities, labelled
+approximate, or to the Monte Carlo over keys).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from kernels import key_carries as kc
+
+from ..protocol import Cost, Route, RouteRefused, RouteResult
+from ._plan import prepared
+
+__all__ = ["KeyCrossing"]
+
+#: partial tables the search may keep before the route is passed over
+MAX_TABLES = 200_000
+#: rows a chain (the carries' law, a table's segment sums) may keep
+MAX_STATES = 2_000_000
+#: a table's cost in seconds beyond its likelihood (listing, weights)
+_PER_TABLE = 2e-5
+
+
+def _entries(release, ki):
+    """Every published entry: ``(keep, block index, cells held (flat), lo, a, b)``."""
+    dims, shape = release.dims, release.shape
+    idx = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
+    out = []
+    for keep in [dims, *release.margins]:
+        kept = [dims.index(d) for d in keep]
+        other = [i for i in range(len(dims)) if i not in kept]
+        blocks = np.transpose(idx, kept + other).reshape(
+            int(np.prod([shape[i] for i in kept], dtype=np.int64)), -1)
+        lo = np.asarray(ki.lo[keep]).reshape(-1)
+        W = ki.a[keep].shape[-1]
+        a = np.asarray(ki.a[keep]).reshape(-1, W)
+        b = np.asarray(ki.b[keep]).reshape(-1, W)
+        for t in range(blocks.shape[0]):
+            out.append((keep, t, blocks[t], int(lo[t]), a[t], b[t]))
+    return out
+
+
+def _search(values, logw, entries, n_cells, limit):
+    """Every table whose cells take their ``values`` and whose every entry lies in its
+    window: ``(tables (n, cells) int64, log prior (n,))``, or None past ``limit``."""
+    vmin = np.array([v.min() if v.size else 0 for v in values], np.int64)
+    vmax = np.array([v.max() if v.size else -1 for v in values], np.int64)
+    if np.any(vmax < vmin):
+        return np.zeros((0, n_cells), np.int64), np.zeros(0)
+    sums = [e for e in entries if e[2].size > 1]
+    member = np.zeros((len(sums), n_cells), bool)
+    low = np.empty(len(sums), np.int64)
+    high = np.empty(len(sums), np.int64)
+    allowed = []
+    for t, (_, _, cells, lo, a, _) in enumerate(sums):
+        member[t, cells] = True
+        ok = np.flatnonzero(a >= 0) + lo
+        allowed.append(ok)
+        low[t], high[t] = (ok.min(), ok.max()) if ok.size else (1, 0)
+    tables = np.zeros((1, 0), np.int64)
+    lp = np.zeros(1)
+    for i in range(n_cells):
+        v = values[i]
+        tables = np.concatenate([np.repeat(tables, v.size, axis=0),
+                                 np.tile(v, tables.shape[0])[:, None]], axis=1)
+        lp = np.repeat(lp, v.size) + np.tile(logw[i], lp.size)
+        if sums:
+            done = member[:, :i + 1].astype(np.int64)
+            s = tables @ done.T                               # (P, totals)
+            rest_lo = member[:, i + 1:] @ vmin[i + 1:]
+            rest_hi = member[:, i + 1:] @ vmax[i + 1:]
+            keep = np.all((s + rest_lo <= high) & (s + rest_hi >= low), axis=1)
+            tables, lp = tables[keep], lp[keep]
+        if tables.shape[0] > limit:
+            return None
+    for t, ok in enumerate(allowed):                          # the exact windows
+        s = tables[:, member[t]].sum(axis=1)
+        keep = np.isin(s, ok)
+        tables, lp = tables[keep], lp[keep]
+    return tables, lp
+
+
+class _Listing:
+    """The candidate tables of a release, and their likelihoods (on demand)."""
+
+    def __init__(self, plan):
+        release = plan.release
+        ki = plan.inputs["key_intervals"]
+        self.N = int(ki.N)
+        self.entries = _entries(release, ki)
+        dims = release.dims
+        lo = np.asarray(ki.lo[dims]).reshape(-1)
+        W = ki.a[dims].shape[-1]
+        x = np.asarray(ki.lo[dims])[..., None] + np.arange(W)
+        with np.errstate(invalid="ignore"):
+            logw = plan.prior.log_weights(x, dims, release.coords)
+        logw = np.where((ki.a[dims] >= 0) & ~np.isnan(logw), logw, -np.inf).reshape(-1, W)
+        self.values = [lo[i] + np.flatnonzero(np.isfinite(logw[i])) for i in range(lo.size)]
+        lws = [logw[i][np.isfinite(logw[i])] for i in range(lo.size)]
+        found = _search(self.values, lws, self.entries, lo.size, MAX_TABLES)
+        self.tables, self.log_prior = (None, None) if found is None else found
+        self.laws: dict = {}
+        self.L = None if self.tables is None else np.full(self.tables.shape[0], np.nan)
+        self.too_long = ""
+        self.seconds = 0.0
+
+    def law(self, members):
+        """The carries' law of ``members`` (once per call and structure)."""
+        key = (members.shape, members.tobytes())
+        if key not in self.laws:
+            carries, probs, _ = kc.carry_law(members, max_states=MAX_STATES)
+            self.laws[key] = (carries, probs)
+        return self.laws[key]
+
+    def likelihood(self, r: int) -> float:
+        """Table ``r``'s likelihood integrated over the keys (kept)."""
+        if np.isnan(self.L[r]):
+            self.L[r] = _likelihood(self, self.tables[r])
+        return float(self.L[r])
+
+    def probe(self) -> None:
+        """Time one table of each pattern of nonempty cells (its carries' law included):
+        ``seconds`` for the whole list, or ``too_long`` when a chain passes its limit."""
+        if self.tables is None or not self.tables.shape[0]:
+            return
+        _, first, counts = np.unique(self.tables > 0, axis=0, return_index=True,
+                                     return_counts=True)
+        total = _PER_TABLE * self.tables.shape[0]
+        for r, n in zip(first, counts):
+            try:
+                t0 = time.perf_counter()
+                args = _setup(self, self.tables[r])
+                if args is not None:
+                    self.law(args[3])                  # once per pattern
+                t1 = time.perf_counter()
+                self.likelihood(int(r))
+                t2 = time.perf_counter()
+            except kc.CarryLawError as exc:
+                self.too_long = f"a table's likelihood: {exc}"
+                return
+            total += (t1 - t0) + n * (t2 - t1)
+        self.seconds = total
+
+
+def _setup(listing, x):
+    """Table ``x``'s plain inputs to :func:`kernels.key_carries.likelihood`: ``(N,
+    cell_ok, total_ok, members)``, or None when an entry whose cells are all empty (key 0) cannot
+    be published as it is."""
+    N = listing.N
+    E = np.flatnonzero(x > 0)
+    pos = {int(c): j for j, c in enumerate(E)}
+    ok: dict = {}
+    for _, _, cells, lo, a, b in listing.entries:
+        w = int(x[cells].sum()) - lo
+        A, B = int(a[w]), int(b[w])
+        held = tuple(sorted(pos[int(c)] for c in cells if x[c] > 0))
+        if not held:                          # every cell empty: key 0
+            if not (A == 0 < B):
+                return None
+            continue
+        seg = ok.get(held)
+        if seg is None:
+            seg = ok[held] = np.ones(N, bool)
+        seg[:A] = False
+        seg[B:] = False
+    cell_ok = np.array([ok[(j,)] for j in range(E.size)]).reshape(E.size, N)
+    sets = sorted(h for h in ok if len(h) > 1)
+    members = np.zeros((len(sets), E.size), bool)
+    for t, held in enumerate(sets):
+        members[t, list(held)] = True
+    total_ok = np.array([ok[h] for h in sets]).reshape(len(sets), N)
+    return N, cell_ok, total_ok, members
+
+
+def _likelihood(listing, x) -> float:
+    """Pr(the published entries | table ``x``) integrated over the keys."""
+    args = _setup(listing, x)
+    if args is None:
+        return 0.0
+    return kc.likelihood(*args, *listing.law(args[3]), max_states=MAX_STATES)
+
+
+def _likelihoods(listing, progress=None) -> np.ndarray:
+    """Every listed table's likelihood integrated over the keys (a chain past its limit:
+    :class:`RouteRefused`)."""
+    n = listing.tables.shape[0]
+    t0 = time.perf_counter()
+    for r in range(n):
+        if progress is not None and time.perf_counter() - t0 > 0.5:
+            progress(r, n)
+            t0 = time.perf_counter()
+        try:
+            listing.likelihood(r)
+        except kc.CarryLawError as exc:
+            raise RouteRefused(f"route 'keys-crossing': {exc}") from None
+    return listing.L
+
+
+def _structure(plan):
+    """Why the route does not apply (None: it does)."""
+    release = plan.release
+    if release.kind != "count" or release.groups:
+        return "the key integration needs a count table without subtotals"
+    if "key_intervals" not in plan.inputs:
+        return ("the key integration needs the p-table's key intervals (the cell key "
+                "method)")
+    ki = plan.inputs["key_intervals"]
+    if ki.N is None:
+        return ki.why
+    if len(ki.totals) < 2:
+        return ("no two published totals share cells: the key integration over disjoint "
+                "totals (route 'keys') answers")
+    return None
+
+
+class KeyCrossing(Route):
+    """Exact route of the cell key method for tables whose published totals share cells
+    (rows and columns of a 2-D table, 3-D margins): every candidate table listed and
+    weighed by its likelihood integrated over the record keys
+    (:mod:`kernels.key_carries`).
+
+    Reads ``plan.inputs["key_intervals"]``.
+    """
+
+    name = "keys-crossing"
+    reads = "key_intervals"
+    #: counts under the likelihood integrated over the keys (not the entries' product)
+    integrates_keys = True
+    needs = ("the p-table's key intervals on a grid; published totals that share cells; "
+             "candidate tables few enough to list")
+
+    def applies(self, plan):
+        return _structure(plan)
+
+    def _listing(self, plan, probe=False) -> _Listing:
+        listing = prepared(plan, "keys-crossing", lambda: _Listing(plan))
+        if probe and listing.tables is not None and not listing.seconds \
+                and not listing.too_long:
+            listing.probe()
+        return listing
+
+    def estimate(self, plan, what="posterior"):
+        listing = self._listing(plan, probe=True)
+        if listing.tables is None:
+            return Cost(8.0 * MAX_TABLES * len(listing.values), "the candidate tables",
+                        f"more than {MAX_TABLES:,} partial tables to list",
+                        seconds=float("inf"))
+        n = listing.tables.shape[0]
+        # a probe timed one table of each pattern of nonempty cells
+        return Cost(8.0 * listing.tables.size + 48.0 * MAX_STATES,
+                    f"{n} candidate tables, each one's keys summed on a grid of {listing.N}",
+                    listing.too_long, seconds=0.01 + listing.seconds)
+
+    def count(self, plan):
+        listing = self._listing(plan)
+        if listing.tables is None:
+            raise RouteRefused(f"route 'keys-crossing': more than {MAX_TABLES:,} partial "
+                               "tables to list")
+        L = _likelihoods(listing, plan.progress)
+        return int(np.count_nonzero(L > 0))
+
+    def run(self, plan, *, count=True):
+        release = plan.release
+        listing = self._listing(plan)
+        if listing.tables is None:
+            raise RouteRefused(f"route 'keys-crossing': more than {MAX_TABLES:,} partial "
+                               "tables to list")
+        L = _likelihoods(listing, plan.progress)
+        keep = L > 0
+        tables = listing.tables[keep]
+        if tables.shape[0] == 0:
+            raise ValueError(f"no original table is consistent with this "
+                             f"{release.mechanism.name} release under this prior")
+        with np.errstate(divide="ignore"):
+            lw = listing.log_prior[keep] + np.log(L[keep])
+        top = float(lw.max())
+        w = np.exp(lw - top)
+        Z = float(w.sum())
+        w = w / Z
+        ki = plan.inputs["key_intervals"]
+        dims, shape = release.dims, release.shape
+        start = np.asarray(ki.lo[dims])
+        W = ki.a[dims].shape[-1]
+        flat = tables - start.reshape(1, -1)
+        probs = np.zeros((tables.shape[1], W))
+        for i in range(tables.shape[1]):
+            probs[i] = np.bincount(flat[:, i], weights=w, minlength=W)[:W]
+        cube = tables.reshape((-1,) + shape)
+        totals = {}
+        for k in {(), *release.margins}:
+            axes = tuple(1 + i for i, d in enumerate(dims) if d not in k)
+            s = cube.sum(axis=axes).reshape(cube.shape[0], -1)
+            lo = s.min(axis=0)
+            width = int((s.max(axis=0) - lo).max()) + 1
+            p = np.zeros((s.shape[1], width))
+            for j in range(s.shape[1]):
+                p[j] = np.bincount(s[:, j] - lo[j], weights=w, minlength=width)
+            bshape = tuple(shape[dims.index(d)] for d in k)
+            totals[k] = (lo.reshape(bshape), p.reshape(bshape + (width,)))
+
+        def sampler(n, rng):
+            pick = rng.choice(tables.shape[0], size=n, p=w)
+            return cube[pick].copy()
+
+        return RouteResult(start=start, probs=probs.reshape(shape + (W,)),
+                           log_evidence=top + float(np.log(Z)),
+                           n_candidates=int(tables.shape[0]) if count else None,
+                           totals=totals, sampler=sampler,
+                           notes={"key_grid": int(listing.N)})

@@ -92,10 +92,14 @@ class _SetMechanism:
     @staticmethod
     def inputs(rset) -> Inputs:
         """The set routes' input: every release's entry windows, in order, and their
-        ``window_cost`` (the releases' own, summed, naming the largest)."""
+        ``window_cost`` (the releases' own, summed, naming the largest); where every
+        release gives them, every release's ``key_intervals`` (the cell key method)."""
         inputs = [r.mechanism.inputs(r) for r in rset.releases]
+        keyed = all("key_intervals" in i for i in inputs)
         return Inputs(windows=lambda: [i["windows"] for i in inputs],
-                      window_cost=lambda: _set_cost(inputs))
+                      window_cost=lambda: _set_cost(inputs),
+                      key_intervals=(lambda: [i["key_intervals"] for i in inputs])
+                      if keyed else None)
 
     def describe(self) -> str:
         out = []

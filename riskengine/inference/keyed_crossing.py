@@ -29,7 +29,7 @@ from kernels import key_carries as kc
 from ..protocol import Cost, Route, RouteRefused, RouteResult
 from ._plan import prepared
 
-__all__ = ["KeyCrossing"]
+__all__ = ["KeyCrossing", "KeyCrossingSet"]
 
 #: partial tables the search may keep before the route is passed over
 MAX_TABLES = 200_000
@@ -99,13 +99,28 @@ def _search(values, logw, entries, n_cells, limit):
 
 
 class _Listing:
-    """The candidate tables of a release, and their likelihoods (on demand)."""
+    """The candidate tables of a release (or of a set's finest table), and their
+    likelihoods (on demand).
 
-    def __init__(self, plan):
+    ``entries``: every published entry as ``(keep, index, cells held (flat), lo, a, b)``;
+    ``values`` / ``lws``: per cell the values it may take and their log prior weights.
+    """
+
+    def __init__(self, N, entries, values, lws):
+        self.N = int(N)
+        self.entries = entries
+        self.values = values
+        found = _search(values, lws, entries, len(values), MAX_TABLES)
+        self.tables, self.log_prior = (None, None) if found is None else found
+        self.laws: dict = {}
+        self.L = None if self.tables is None else np.full(self.tables.shape[0], np.nan)
+        self.too_long = ""
+        self.seconds = 0.0
+
+    @classmethod
+    def of_release(cls, plan):
         release = plan.release
         ki = plan.inputs["key_intervals"]
-        self.N = int(ki.N)
-        self.entries = _entries(release, ki)
         dims = release.dims
         lo = np.asarray(ki.lo[dims]).reshape(-1)
         W = ki.a[dims].shape[-1]
@@ -113,14 +128,64 @@ class _Listing:
         with np.errstate(invalid="ignore"):
             logw = plan.prior.log_weights(x, dims, release.coords)
         logw = np.where((ki.a[dims] >= 0) & ~np.isnan(logw), logw, -np.inf).reshape(-1, W)
-        self.values = [lo[i] + np.flatnonzero(np.isfinite(logw[i])) for i in range(lo.size)]
+        values = [lo[i] + np.flatnonzero(np.isfinite(logw[i])) for i in range(lo.size)]
         lws = [logw[i][np.isfinite(logw[i])] for i in range(lo.size)]
-        found = _search(self.values, lws, self.entries, lo.size, MAX_TABLES)
-        self.tables, self.log_prior = (None, None) if found is None else found
-        self.laws: dict = {}
-        self.L = None if self.tables is None else np.full(self.tables.shape[0], np.nan)
-        self.too_long = ""
-        self.seconds = 0.0
+        return cls(ki.N, _entries(release, ki), values, lws)
+
+    @classmethod
+    def of_set(cls, plan):
+        """The finest table of a set of cell-key releases: a finest cell published on its
+        own takes its entries' values, any other 0 to the least top of the entries that
+        hold it."""
+        from .linked import _where
+
+        rset = plan.release
+        kis = plan.inputs["key_intervals"]
+        n = int(np.prod(rset.shape, dtype=np.int64))
+        entries = []
+        first: dict = {}
+        for e in rset.entries:
+            e0 = first.setdefault(e.cells.tobytes(), e)
+            if e.value != e0.value:
+                raise ValueError(
+                    f"{_where(rset, e0)} publishes {e0.value} and {_where(rset, e)} "
+                    f"publishes {e.value}, but they hold the same records and the cell key "
+                    "method perturbs the same records the same way: these releases are not "
+                    "from one run with one set of record keys")
+            ki = kis[e.release]
+            W = ki.a[e.keep].shape[-1]
+            entries.append((e.keep, e.index, np.asarray(e.cells, np.int64),
+                            int(np.asarray(ki.lo[e.keep])[e.index]),
+                            np.asarray(ki.a[e.keep])[e.index].reshape(W),
+                            np.asarray(ki.b[e.keep])[e.index].reshape(W)))
+        allowed: list = [None] * n
+        top = np.full(n, np.iinfo(np.int64).max)
+        for _, _, cells, lo, a, _ in entries:
+            ok = lo + np.flatnonzero(a >= 0)
+            if cells.size == 1:
+                c = int(cells[0])
+                allowed[c] = ok if allowed[c] is None else np.intersect1d(allowed[c], ok)
+            if ok.size:
+                top[cells] = np.minimum(top[cells], ok.max())
+        for c in range(n):
+            if allowed[c] is None:
+                allowed[c] = np.arange(int(top[c]) + 1 if top[c] < np.iinfo(np.int64).max
+                                       else 0)
+        W = max(max((v.size for v in allowed), default=1), 1)
+        lo = np.array([v.min() if v.size else 0 for v in allowed], np.int64)
+        width = max(int(max((v.max() - v.min() + 1 for v in allowed if v.size), default=1)),
+                    W)
+        x = (lo[:, None] + np.arange(width)).reshape(rset.shape + (width,))
+        with np.errstate(invalid="ignore"):
+            plw = plan.prior.log_weights(x, rset.dims, rset.coords).reshape(n, width)
+        values, lws = [], []
+        for c in range(n):
+            v = allowed[c]
+            w = plw[c, v - lo[c]] if v.size else np.zeros(0)
+            fin = np.isfinite(w) & ~np.isnan(w)
+            values.append(v[fin])
+            lws.append(w[fin])
+        return cls(kis[0].N, entries, values, lws)
 
     def law(self, members):
         """The carries' law of ``members`` (once per call and structure)."""
@@ -181,7 +246,8 @@ def _setup(listing, x):
             seg = ok[held] = np.ones(N, bool)
         seg[:A] = False
         seg[B:] = False
-    cell_ok = np.array([ok[(j,)] for j in range(E.size)]).reshape(E.size, N)
+    every = np.ones(N, bool)                  # a cell no entry publishes alone: any key
+    cell_ok = np.array([ok.get((j,), every) for j in range(E.size)]).reshape(E.size, N)
     sets = sorted(h for h in ok if len(h) > 1)
     members = np.zeros((len(sets), E.size), bool)
     for t, held in enumerate(sets):
@@ -251,7 +317,7 @@ class KeyCrossing(Route):
         return _structure(plan)
 
     def _listing(self, plan, probe=False) -> _Listing:
-        listing = prepared(plan, "keys-crossing", lambda: _Listing(plan))
+        listing = prepared(plan, "keys-crossing", lambda: self._make(plan))
         if probe and listing.tables is not None and not listing.seconds \
                 and not listing.too_long:
             listing.probe()
@@ -269,16 +335,13 @@ class KeyCrossing(Route):
                     f"{n} candidate tables, each one's keys summed on a grid of {listing.N}",
                     listing.too_long, seconds=0.01 + listing.seconds)
 
-    def count(self, plan):
-        listing = self._listing(plan)
-        if listing.tables is None:
-            raise RouteRefused(f"route 'keys-crossing': more than {MAX_TABLES:,} partial "
-                               "tables to list")
-        L = _likelihoods(listing, plan.progress)
-        return int(np.count_nonzero(L > 0))
+    @staticmethod
+    def _make(plan) -> _Listing:
+        return _Listing.of_release(plan)
 
-    def run(self, plan, *, count=True):
-        release = plan.release
+    def _weighed(self, plan):
+        """``(tables, posterior weights, log evidence)`` of the tables of positive
+        likelihood."""
         listing = self._listing(plan)
         if listing.tables is None:
             raise RouteRefused(f"route 'keys-crossing': more than {MAX_TABLES:,} partial "
@@ -288,40 +351,111 @@ class KeyCrossing(Route):
         tables = listing.tables[keep]
         if tables.shape[0] == 0:
             raise ValueError(f"no original table is consistent with this "
-                             f"{release.mechanism.name} release under this prior")
+                             f"{plan.release.mechanism.name} release under this prior")
         with np.errstate(divide="ignore"):
             lw = listing.log_prior[keep] + np.log(L[keep])
         top = float(lw.max())
         w = np.exp(lw - top)
         Z = float(w.sum())
-        w = w / Z
+        return tables, w / Z, top + float(np.log(Z))
+
+    def count(self, plan):
+        try:
+            return int(self._weighed(plan)[0].shape[0])
+        except ValueError as exc:
+            if "no original table" in str(exc):
+                return 0
+            raise
+
+    def run(self, plan, *, count=True):
+        release = plan.release
+        tables, w, log_z = self._weighed(plan)
         ki = plan.inputs["key_intervals"]
         dims, shape = release.dims, release.shape
         start = np.asarray(ki.lo[dims])
         W = ki.a[dims].shape[-1]
-        flat = tables - start.reshape(1, -1)
-        probs = np.zeros((tables.shape[1], W))
-        for i in range(tables.shape[1]):
-            probs[i] = np.bincount(flat[:, i], weights=w, minlength=W)[:W]
+        probs = _pmfs(tables, w, start.reshape(-1), W)
         cube = tables.reshape((-1,) + shape)
         totals = {}
         for k in {(), *release.margins}:
             axes = tuple(1 + i for i, d in enumerate(dims) if d not in k)
             s = cube.sum(axis=axes).reshape(cube.shape[0], -1)
             lo = s.min(axis=0)
-            width = int((s.max(axis=0) - lo).max()) + 1
-            p = np.zeros((s.shape[1], width))
-            for j in range(s.shape[1]):
-                p[j] = np.bincount(s[:, j] - lo[j], weights=w, minlength=width)
+            p = _pmfs(s, w, lo, int((s.max(axis=0) - lo).max()) + 1)
             bshape = tuple(shape[dims.index(d)] for d in k)
-            totals[k] = (lo.reshape(bshape), p.reshape(bshape + (width,)))
-
-        def sampler(n, rng):
-            pick = rng.choice(tables.shape[0], size=n, p=w)
-            return cube[pick].copy()
-
+            totals[k] = (lo.reshape(bshape), p.reshape(bshape + (p.shape[-1],)))
         return RouteResult(start=start, probs=probs.reshape(shape + (W,)),
-                           log_evidence=top + float(np.log(Z)),
+                           log_evidence=log_z,
                            n_candidates=int(tables.shape[0]) if count else None,
-                           totals=totals, sampler=sampler,
-                           notes={"key_grid": int(listing.N)})
+                           totals=totals, sampler=_sampler(cube, w),
+                           notes={"key_grid": int(self._listing(plan).N)})
+
+
+def _pmfs(values, w, lo, width) -> np.ndarray:
+    """Per column of ``values`` (tables, columns), the weighted pmf from ``lo``."""
+    out = np.zeros((values.shape[1], width))
+    for j in range(values.shape[1]):
+        out[j] = np.bincount(values[:, j] - lo[j], weights=w, minlength=width)[:width]
+    return out
+
+
+def _sampler(cube, w):
+    def sampler(n, rng):
+        return cube[rng.choice(cube.shape[0], size=n, p=w)].copy()
+    return sampler
+
+
+def _set_structure(plan):
+    """Why the set route does not apply (None: it does)."""
+    rset = plan.release
+    if not hasattr(rset, "entries") or not hasattr(rset, "releases"):
+        return "the set route answers sets of releases (rk.ReleaseSet)"
+    if "key_intervals" not in plan.inputs:
+        return "every release of the set must be under the cell key method"
+    mechs = [r.mechanism for r in rset.releases]
+    if any(m.to_dict() != mechs[0].to_dict() for m in mechs[1:]):
+        return ("the releases' p-tables differ: one record key cannot give both "
+                "perturbations (the key integration needs one p-table)")
+    kis = plan.inputs["key_intervals"]
+    if kis[0].N is None:
+        return kis[0].why
+    return None
+
+
+class KeyCrossingSet(KeyCrossing):
+    """Exact route for a set of cell-key releases of the same records (one record key per
+    record, one p-table): every candidate finest table listed and weighed by the
+    likelihood of every published entry of every release integrated over the keys."""
+
+    needs = ("a ReleaseSet of cell-key releases under one p-table on a grid; candidate "
+             "finest tables few enough to list")
+
+    def applies(self, plan):
+        return _set_structure(plan)
+
+    @staticmethod
+    def _make(plan) -> _Listing:
+        return _Listing.of_set(plan)
+
+    def run(self, plan, *, count=True):
+        from .linked import LinkedDP
+
+        rset = plan.release
+        tables, w, log_z = self._weighed(plan)
+        start = tables.min(axis=0)
+        probs = _pmfs(tables, w, start, int((tables.max(axis=0) - start).max()) + 1)
+        of_cells = {}
+        for e in rset.entries:
+            if e.cells.size > 1 and e.cells.tobytes() not in of_cells:
+                s = tables[:, e.cells].sum(axis=1)
+                lo = int(s.min())
+                of_cells[e.cells.tobytes()] = (lo, _pmfs(s[:, None], w, [lo],
+                                                         int(s.max()) - lo + 1)[0])
+        cube = tables.reshape((-1,) + tuple(rset.shape))
+        return RouteResult(start=start.reshape(rset.shape),
+                           probs=probs.reshape(tuple(rset.shape) + (probs.shape[-1],)),
+                           log_evidence=log_z,
+                           n_candidates=int(tables.shape[0]) if count else None,
+                           sampler=_sampler(cube, w),
+                           parts=tuple(LinkedDP._parts(rset, start, probs, of_cells)),
+                           notes={"key_grid": int(self._listing(plan).N)})

@@ -79,7 +79,7 @@ from ..inference import windows as win
 from ..inference.enumerate_3d import Enumerate3D
 from ..inference.gibbs import BlockGibbs
 from ..inference.keyed import MAX_GRID, KeyIntegration
-from ..inference.keyed_crossing import KeyCrossing
+from ..inference.keyed_crossing import KeyCrossing, KeyCrossingSet
 from ..inference.keyed_gibbs import KeyGibbs
 from ..inference.line import Line
 from ..inference.linked import LinkedDP
@@ -297,7 +297,7 @@ class CellKey(Mechanism):
     keyed = True                  # the same records give the same key in every table
     path_parameters = ("ptable",)
     windows = staticmethod(entry_windows)
-    set_routes = (LinkedDP(), LinkedGibbs())
+    set_routes = (KeyCrossingSet(), LinkedDP(), LinkedGibbs())
     routes = (KeyIntegration(), KeyCrossing(), TableDP(), Enumerate3D(), Line(), BlockGibbs(),
               KeyGibbs())
 

@@ -161,3 +161,99 @@ def test_past_its_limits_auto_moves_on_and_says_why():
     assert post.attrs["route"] != "keys-crossing"
     assert "keys-crossing: " in post.attrs["route_reason"]
     assert "approximation" in post.attrs
+
+
+# --- sets of tables of the same records ------------------------------------------------
+
+
+def _records(rng, T, labels):
+    """Microdata of table ``T`` (rows r, columns c), one record key each."""
+    rows = [(labels["r"][i], labels["c"][j]) for i, j in np.ndindex(*T.shape)
+            for _ in range(int(T[i, j]))]
+    return {"r": [a for a, _ in rows], "c": [b for _, b in rows],
+            "record_key": rk.CellKey.record_keys(len(rows), rng)}
+
+
+def _set_reference(d, rset, spec, hi):
+    """The exact posterior of the finest table by enumeration of the box 0..hi per cell:
+    the prior times ``ref.crossing_likelihood`` of every published entry of every release
+    (entries holding the same finest cells once: the releases agree there)."""
+    from tests.reference.numerics import log_prior
+
+    shape = tuple(rset.shape)
+    n = int(np.prod(shape))
+    grid = np.array(np.meshgrid(*[np.arange(hi + 1)] * n, indexing="ij")).reshape(n, -1).T
+    entries, seen = [], set()
+    for e in rset.entries:
+        held = frozenset(int(c) for c in e.cells)
+        if held not in seen:
+            seen.add(held)
+            entries.append((held, int(e.value)))
+    ok = np.ones(grid.shape[0], bool)                    # every entry possible on its own
+    for held, y in entries:
+        s = grid[:, sorted(held)].sum(axis=1)
+        ok &= np.array([ref.prob(d, int(v), y) > 0 for v in s])
+    grid = grid[ok]
+    lp = log_prior(spec, grid.reshape((-1,) + shape))
+    ll = np.array([ref.crossing_likelihood(d, [(frozenset(h), y) for h, y in entries],
+                                           lambda h, x=x: int(sum(x[c] for c in h)))
+                   for x in grid])
+    with np.errstate(divide="ignore"):
+        logw = lp + np.log(ll)
+    fin = np.isfinite(logw)
+    grid, logw = grid[fin], logw[fin]
+    top = logw.max()
+    w = np.exp(logw - top)
+    Z = w.sum()
+    cells = {c: {} for c in range(n)}
+    for x, p in zip(grid, w / Z):
+        for c in range(n):
+            cells[c][int(x[c])] = cells[c].get(int(x[c]), 0.0) + p
+    return cells, float(top + np.log(Z)), grid.shape[0]
+
+
+@pytest.mark.parametrize("seed", [0, 1, pytest.param(2, marks=pytest.mark.slow),
+                                  pytest.param(3, marks=pytest.mark.slow)])
+def test_sets_of_tables_equal_the_integral_over_the_keys(seed):
+    """40 random sets (10 a seed) from microdata with one record key per record: a 3 x 2
+    table of regions r0, r1, r2 and another of (G = r0 + r1, r2), each with random totals
+    (sometimes a 1-D table of the regions too): the finest cells' posterior, the evidence
+    and the count equal the enumeration with the exact likelihood of every entry."""
+    rng = np.random.default_rng(4100 + seed)
+    labels = {"r": ["r0", "r1", "r2"], "c": ["c0", "c1"]}
+    for _ in range(10):
+        d = _grid_ptable(rng, int(rng.choice([4, 5, 10])), 1)
+        ck = rk.CellKey.from_matrix(d)
+        T = rng.poisson(1.2, size=(3, 2))
+        recs = _records(rng, T, labels)
+        grouped = dict(recs, r=["G" if r in ("r0", "r1") else r for r in recs["r"]])
+        options = [("r",), ("c",), ()]
+        rels = [ck.protect_records(recs, ("r", "c"), categories=labels,
+                                   margins=[k for k in options if rng.random() < 0.6]),
+                ck.protect_records(grouped, ("r", "c"),
+                                   categories={"r": ["G", "r2"], "c": labels["c"]},
+                                   margins=[k for k in options if rng.random() < 0.6])]
+        if rng.random() < 0.3:
+            rels.append(ck.protect_records(recs, ("r",), categories={"r": labels["r"]}))
+        rset = rk.ReleaseSet(rels, groups={"r": {"G": ["r0", "r1"]}})
+        hi = int(max(np.max(r.published) for r in rels)) + 1
+        prior, spec = ((rk.priors.Flat(0, hi), {"kind": "flat", "low": 0, "high": hi})
+                       if rng.random() < 0.5 else
+                       (rk.priors.Poisson(1.5), {"kind": "poisson", "rate": 1.5}))
+        cells, log_z, count = _set_reference(d, rset, spec, hi)
+        post = rk.posterior(rset, prior)
+        note = f"{d} {T.tolist()} {[r.published.tolist() for r in rels]}"
+        assert post.attrs["route"] == "keys-crossing" and post.exact, note
+        assert "approximation" not in post.attrs
+        start = post.start.reshape(-1)
+        probs = post.probs.reshape(start.size, -1)
+        for c, pmf in cells.items():
+            for v, p in pmf.items():
+                w = v - int(start[c])
+                got = probs[c, w] if 0 <= w < probs.shape[1] else 0.0
+                assert got == pytest.approx(p, abs=1e-9), (note, c, v)
+        assert probs.sum() == pytest.approx(start.size)
+        assert post.log_evidence == pytest.approx(log_z, rel=1e-9, abs=1e-9), note
+        assert post.n_candidates == count == rk.count_candidates(rset, prior), note
+        for part in post.releases:                # each release's cells given the set
+            np.testing.assert_allclose(part.probs.sum(-1), 1.0, atol=1e-12)

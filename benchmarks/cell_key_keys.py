@@ -4,10 +4,11 @@ product it replaces, and its speed.
 1. Error of the product: over random small releases where both run (1-D tables of 2 to 4
    cells and their total; p-tables on grids of 10 and 20; zeros), the largest difference
    of any cell's posterior probability, product (route line) vs exact (route keys).
-2. Where the exact route does not reach (2 x 2 tables with every total: the totals
-   cross), the product against a Monte Carlo integral over the keys (``--keys`` keys per
-   candidate table): its error estimated, with the Monte Carlo standard error.
-3. Seconds of the ``keys`` route at realistic sizes (counts in the hundreds).
+2. 2 x 2 tables with every total (the totals cross): the product (route dp) against the
+   exact route keys-crossing, and a Monte Carlo integral over the keys (``--keys`` keys
+   per candidate table) against it, with the Monte Carlo standard error.
+3. Seconds of the ``keys`` and ``keys-crossing`` routes at realistic sizes (counts in the
+   hundreds; a set of two tables of the same records).
 
     python benchmarks/cell_key_keys.py [--cases 200] [--keys 100000] [--hogs 2]
 
@@ -96,8 +97,10 @@ def _key_likelihood_mc(d, rel, T, n_keys, rng):
 
 
 def crossing_error(cases: int, n_keys: int, seed: int = 1):
-    """2 x 2 tables with every total: the product's posterior against the Monte Carlo
-    integral over the keys, candidate table by candidate table."""
+    """2 x 2 tables with every total: the exact posterior (route keys-crossing) against the
+    product (route dp) and against a Monte Carlo integral over the keys, candidate table
+    by candidate table.  Per release ``(product error, Monte Carlo error, its s.e.)``: the
+    largest difference of any cell's posterior probability."""
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(cases):
@@ -107,7 +110,9 @@ def crossing_error(cases: int, n_keys: int, seed: int = 1):
         T[rng.random((2, 2)) < 0.3] = 0
         rel = ck.protect(rk.Table(T, dims=("v", "w")), rng)
         prior = rk.priors.Flat(0, int(np.max(rel.published)) + 4)
-        pr = rk.posterior(rel, prior)
+        ex = rk.posterior(rel, prior)
+        assert ex.attrs["route"] == "keys-crossing" and ex.exact
+        pr = rk.posterior(rel, prior, route="dp")
         vmin, vmax = ck.ptable.vmin, ck.ptable.vmax
         P = rel.published
         axes = [range(max(int(p) - vmax, 0), int(p) - vmin + 1) for p in P.ravel()]
@@ -121,16 +126,72 @@ def crossing_error(cases: int, n_keys: int, seed: int = 1):
                 w.append(p), se.append(s), tabs.append(Tx)
         w, se = np.array(w), np.array(se)
         post = w / w.sum()
-        worst, worst_se = 0.0, 0.0
+        worst_pr, worst_mc, worst_se = 0.0, 0.0, 0.0
         for c in np.ndindex(2, 2):
-            for v in {int(t[c]) for t in tabs}:
+            for v in {int(t[c]) for t in tabs} | set(range(int(ex.start[c]),
+                                                          int(ex.start[c] + ex.width[c]))):
+                exact = float(ex.prob(np.full((2, 2), v)).values[c])
+                worst_pr = max(worst_pr, abs(exact - float(pr.prob(np.full((2, 2), v))
+                                                         .values[c])))
                 mc = sum(q for q, t in zip(post, tabs) if t[c] == v)
                 mse = np.sqrt(sum((s / w.sum()) ** 2 for s, t in zip(se, tabs) if t[c] == v))
-                e = abs(mc - float(pr.prob(np.full((2, 2), v)).values[c]))
-                if e > worst:
-                    worst, worst_se = e, mse
-        out.append((worst, worst_se))
+                if abs(mc - exact) > worst_mc:
+                    worst_mc, worst_se = abs(mc - exact), mse
+        out.append((worst_pr, worst_mc, worst_se))
     return out
+
+
+def crossing_timings():
+    """Seconds of route keys-crossing (route auto) at counts in the hundreds, Uniform and
+    Poisson(250) priors, posterior with the count; and a set of two tables."""
+    rows = []
+    for shape, grid, D in [((2, 2), 10, 2), ((2, 2), 100, 2), ((2, 3), 10, 2),
+                           ((2, 3), 20, 2), ((2, 3), 100, 2), ((3, 3), 10, 1),
+                           ((3, 3), 10, 2)]:
+        rng = np.random.default_rng(sum(shape) * grid + D)
+        d = grid_ptable_d(rng, grid, D)
+        ck = rk.CellKey.from_matrix(d)
+        T = rng.integers(100, 500, size=shape)
+        rel = ck.protect(rk.Table(T, dims=("v", "w"), margins=[("v",), ("w",), ()]), rng)
+        for prior in (rk.priors.Uniform(), rk.priors.Poisson(250.0)):
+            t = time.perf_counter()
+            post = rk.posterior(rel, prior)
+            sec = time.perf_counter() - t
+            name = (f"{shape[0]} x {shape[1]}, every total, grid {grid}, D {D}, "
+                    f"{type(prior).__name__}")
+            rows.append((name, post.attrs["route"], post.n_candidates, sec))
+    rng = np.random.default_rng(5)
+    d = grid_ptable_d(rng, 10, 2)
+    ck = rk.CellKey.from_matrix(d)
+    T = rng.integers(100, 500, size=(3, 2))
+    labels = {"r": ["r0", "r1", "r2"], "c": ["c0", "c1"]}
+    rows_ = [(labels["r"][i], labels["c"][j]) for i, j in np.ndindex(3, 2)
+             for _ in range(int(T[i, j]))]
+    recs = {"r": [a for a, _ in rows_], "c": [b for _, b in rows_],
+            "record_key": rk.CellKey.record_keys(len(rows_), rng)}
+    grouped = dict(recs, r=["G" if r in ("r0", "r1") else r for r in recs["r"]])
+    rels = [ck.protect_records(recs, ("r", "c"), categories=labels, margins=[("c",)]),
+            ck.protect_records(grouped, ("r", "c"), categories={"r": ["G", "r2"],
+                                                                "c": labels["c"]},
+                               margins=[("r",), ("c",), ()])]
+    rset = rk.ReleaseSet(rels, groups={"r": {"G": ["r0", "r1"]}})
+    t = time.perf_counter()
+    post = rk.posterior(rset, rk.priors.Uniform())
+    rows.append(("set: 3 x 2 (column totals) + (r0 + r1, r2) x 2 (every total), grid 10",
+                 post.attrs["route"], post.n_candidates, time.perf_counter() - t))
+    return rows
+
+
+def grid_ptable_d(rng, grid, D):
+    """A random p-table on a grid, perturbations up to D, rows 0..3."""
+    rows = {0: {0: 1.0}}
+    for i in range(1, 4):
+        cand = np.arange(max(i - D, 0), i + D + 1)
+        js = rng.choice(cand, size=int(rng.integers(2, min(cand.size, grid) + 1)),
+                        replace=False)
+        p = (1 + rng.multinomial(grid - js.size, np.ones(js.size) / js.size)) / grid
+        rows[i] = dict(zip(js.tolist(), p.tolist()))
+    return rows
 
 
 def timings():
@@ -176,11 +237,14 @@ def main(argv=None):
         e = product_error(a.cases)
         print(f"product vs exact over {e.size} releases: max {e.max():.3g}, median "
               f"{np.median(e):.3g}, share above 0.01: {(e > 0.01).mean():.2f}")
-        ce = crossing_error(a.crossing, a.keys)
-        worst = max(ce)
-        med = float(np.median([w for w, _ in ce]))
-        print(f"2 x 2 with every total, product vs Monte Carlo over keys ({a.keys} a table), "
-              f"{len(ce)} releases: max {worst[0]:.3g} (MC s.e. {worst[1]:.2g}), median {med:.3g}")
+        ce = np.array(crossing_error(a.crossing, a.keys))
+        print(f"2 x 2 with every total, {len(ce)} releases: product vs exact (keys-crossing) "
+              f"max {ce[:, 0].max():.3g}, median {np.median(ce[:, 0]):.3g}; Monte Carlo over "
+              f"keys ({a.keys} a table) vs exact: max {ce[:, 1].max():.3g}, largest "
+              f"|difference| / s.e. {np.max(ce[:, 1] / np.maximum(ce[:, 2], 1e-12)):.2f}")
+        print("| case | route | candidates | seconds |\n|---|---|---|---|")
+        for name, route, n, sec in crossing_timings():
+            print(f"| {name} | {route} | {n} | {sec:.3f} |")
         print("| case | route | seconds |\n|---|---|---|")
         for name, route, sec in timings():
             print(f"| {name} | {route} | {sec:.3f} |")

@@ -81,7 +81,7 @@ def _warmup_sets(priors_, rng) -> str:
     """The routes for sets of releases (rk.ReleaseSet): a release of the own example of
     every mechanism that has them, twice (the same records published twice), exactly and
     by short chains."""
-    from ..inference.resolve import posterior
+    from ..inference.resolve import plan, posterior
     from ..mechanisms import REGISTRY
     from ..protocol import MonteCarlo
     from ..release_set import ReleaseSet
@@ -94,6 +94,8 @@ def _warmup_sets(priors_, rng) -> str:
         both = ReleaseSet([rel, rel])
         for prior in priors_:
             for route in cls.set_routes:
+                if route.applies(plan(both, prior)) is not None:   # e.g. an off-grid
+                    continue                                      # p-table: no keys route
                 posterior(both, prior, route=route.name, count=False,
                           mcmc=None if route.exact else short).sample(3, rng)
                 ran.add(route.name)

@@ -11,10 +11,12 @@ the totals' carries, which depends only on which nonempty cells each total holds
 computed once per such pattern.  An entry whose cells are all empty has key 0; entries
 that hold the same nonempty cells have one key.
 
-Cost: the candidate tables (listed), and per table about ``N ** rank`` segment sums
-times (``N`` per cell + the carry vectors x the totals); per pattern of nonempty cells the
-carry law's chain.  ``auto`` passes the route over when the list or the sum is too long
-(the table then goes to the product of the entries' probabilities, labelled
+Cost: the candidate tables (listed; at most ``MAX_TABLES`` partial tables), per table a
+chain over its nonempty cells whose states are the open totals' segment sums and the
+finished totals' masks (at most ``MAX_STATES``), per pattern of nonempty cells the carry
+law's chain.  The estimate times one table of each pattern (the probe's results are
+kept); ``auto`` passes the route over when the list, a chain or the timed total is too
+long (the table then goes to the product of the entries' probabilities, labelled
 approximate, or to the Monte Carlo over keys).
 """
 
@@ -79,6 +81,8 @@ def _search(values, logw, entries, n_cells, limit):
     lp = np.zeros(1)
     for i in range(n_cells):
         v = values[i]
+        if tables.shape[0] * v.size > 20 * limit:             # before allocating them
+            return None
         tables = np.concatenate([np.repeat(tables, v.size, axis=0),
                                  np.tile(v, tables.shape[0])[:, None]], axis=1)
         lp = np.repeat(lp, v.size) + np.tile(logw[i], lp.size)

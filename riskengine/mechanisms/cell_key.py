@@ -385,9 +385,9 @@ class CellKey(Mechanism):
     @classmethod
     def example(cls, table=None, rng=None) -> Example:
         """The shared 3 x 3 table of small counts with a p-table of D = 2, V = 1; ``rng``:
-        D = 1 or 2 and V between 0.3 and 0.6; a 1-D ``table`` (without ``rng``): the SDC
-        handbook's p-table with its biased row 2 made unbiased, whose intervals lie on a
-        grid (route ``keys``).
+        D = 1 or 2 and V between 0.3 and 0.6; a 1-D or a 2 x 2 ``table`` (without ``rng``):
+        the SDC handbook's p-table with its biased row 2 made unbiased, whose intervals lie
+        on a grid (routes ``keys`` and ``keys-crossing``).
 
         Parameters
         ----------
@@ -403,8 +403,8 @@ class CellKey(Mechanism):
         table = counts_3x3() if table is None else table
         params = {"D": 2, "V": 1.0} if rng is None else {
             "D": int(rng.integers(1, 3)), "V": float(rng.uniform(0.3, 0.6))}
-        if rng is None and len(table.shape) == 1:     # the key integration's own case
-            params = {"ptable": _GRID_EXAMPLE}
+        if rng is None and (len(table.shape) == 1 or tuple(table.shape) == (2, 2)):
+            params = {"ptable": _GRID_EXAMPLE}    # the key integrations' own cases
         return Example(cls, table, params)
 
     # --- protection ----------------------------------------------------------------------

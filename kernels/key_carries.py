@@ -174,7 +174,7 @@ def _frozen(carries, probs, exact) -> tuple:
 
 
 def likelihood(N: int, cell_ok, total_ok, members, carries, probs,
-               max_states: int = 0) -> float:
+               max_states: int = 0, memo: dict | None = None) -> float:
     """Pr(every nonempty cell's key and every total's key in its allowed segments).
 
     A chain over the cells keeps, per reachable vector of the totals' segment sums
@@ -199,6 +199,10 @@ def likelihood(N: int, cell_ok, total_ok, members, carries, probs,
     max_states : int
         Refuse (:class:`CarryLawError`) when the chain would keep more rows (0: no
         limit).
+    memo : dict, optional
+        The carries' weight of each vector of masks already met (kept across calls with
+        the same ``members`` and law: tables of one pattern of nonempty cells share most
+        of their final mask vectors).
 
     Returns
     -------
@@ -243,5 +247,19 @@ def likelihood(N: int, cell_ok, total_ok, members, carries, probs,
         if states.shape[0] == 0:
             return 0.0
         states, weights = _merged(states, weights, radix)
+    codes = _codes(states, radix)
+    if memo is None or codes.shape[1] != 1:
+        return float(weights @ _mask_weights(states, carries, probs))
+    codes = codes[:, 0].tolist()
+    vals = np.array([memo.get(c, np.nan) for c in codes])
+    new = np.flatnonzero(np.isnan(vals))
+    if new.size:
+        vals[new] = _mask_weights(states[new], carries, probs)
+        memo.update(zip((codes[i] for i in new), vals[new].tolist()))
+    return float(weights @ vals)
+
+
+def _mask_weights(states, carries, probs) -> np.ndarray:
+    """Per row of finished totals' masks, the probability that the carries fall in them."""
     bits = ((states[:, None, :] >> carries[None, :, :]) & 1).all(axis=2)   # (S, n)
-    return float(weights @ (bits.astype(float) @ probs))
+    return bits.astype(float) @ probs

@@ -192,11 +192,12 @@ class _Listing:
         return cls(kis[0].N, entries, values, lws)
 
     def law(self, members):
-        """The carries' law of ``members`` (once per call and structure)."""
+        """The carries' law of ``members`` and a memo of its mask vectors' weights (once
+        per call and structure)."""
         key = (members.shape, members.tobytes())
         if key not in self.laws:
             carries, probs, _ = kc.carry_law(members, max_states=MAX_STATES)
-            self.laws[key] = (carries, probs)
+            self.laws[key] = (carries, probs, {})
         return self.laws[key]
 
     def likelihood(self, r: int) -> float:
@@ -265,7 +266,8 @@ def _likelihood(listing, x) -> float:
     args = _setup(listing, x)
     if args is None:
         return 0.0
-    return kc.likelihood(*args, *listing.law(args[3]), max_states=MAX_STATES)
+    carries, probs, memo = listing.law(args[3])
+    return kc.likelihood(*args, carries, probs, max_states=MAX_STATES, memo=memo)
 
 
 def _likelihoods(listing, progress=None) -> np.ndarray:

@@ -128,8 +128,8 @@ def crossing_error(cases: int, n_keys: int, seed: int = 1):
         post = w / w.sum()
         worst_pr, worst_mc, worst_se = 0.0, 0.0, 0.0
         for c in np.ndindex(2, 2):
-            for v in {int(t[c]) for t in tabs} | set(range(int(ex.start[c]),
-                                                          int(ex.start[c] + ex.width[c]))):
+            first = int(ex.start[c])
+            for v in {int(t[c]) for t in tabs} | set(range(first, first + ex.probs.shape[-1])):
                 exact = float(ex.prob(np.full((2, 2), v)).values[c])
                 worst_pr = max(worst_pr, abs(exact - float(pr.prob(np.full((2, 2), v))
                                                          .values[c])))

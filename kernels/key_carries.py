@@ -216,6 +216,8 @@ def likelihood(N: int, cell_ok, total_ok, members, carries, probs,
     k = total_ok.shape[0]
     if k == 0:                                 # the cells' keys are independent
         return float(np.prod(cell_ok.sum(axis=1) / N))
+    order = _order(members)
+    cell_ok, members = cell_ok[order], members[:, order]
     size = members.sum(axis=1).astype(np.int64)           # a total's carries: 0 .. size-1
     if np.any(size > 62):
         raise CarryLawError("a total of more than 62 nonempty cells")
@@ -229,24 +231,34 @@ def likelihood(N: int, cell_ok, total_ok, members, carries, probs,
     radix = np.maximum(np.int64(N), np.int64(1) << size)
     states = np.zeros((1, k), np.int64)
     weights = np.ones(1)
+    limit = max_states or np.inf
     for i in range(m):
         seg = np.flatnonzero(cell_ok[i])
         if seg.size == 0:
             return 0.0
-        if max_states and states.shape[0] * seg.size > max_states:
-            raise CarryLawError(f"the keys' chain would keep more than {max_states:,} "
-                                "segment sums")
         step = members[:, i].astype(np.int64)
-        states = (states[:, None, :] + seg[None, :, None] * step[None, None, :]).reshape(-1, k)
-        states[:, members[:, i]] %= N          # (a finished total's mask is left alone)
-        weights = np.repeat(weights / N, seg.size)
-        for t in np.flatnonzero(last == i):
-            states[:, t] = masks[t, states[:, t]]
-            keep = states[:, t] != 0
-            states, weights = states[keep], weights[keep]
+        closing = np.flatnonzero(last == i)
+        # the cell's segments a batch at a time (each batch's rows merged into the rest),
+        # so no more than about ``limit`` rows are held before a merge
+        per = int(max(1, min(seg.size, limit // max(states.shape[0], 1))))
+        acc_s, acc_w = states[:0], weights[:0]
+        for at in range(0, seg.size, per):
+            g = seg[at:at + per]
+            st = (states[:, None, :] + g[None, :, None] * step[None, None, :]).reshape(-1, k)
+            st[:, members[:, i]] %= N          # (a finished total's mask is left alone)
+            w = np.repeat(weights / N, g.size)
+            for t in closing:
+                st[:, t] = masks[t, st[:, t]]
+                keep = st[:, t] != 0
+                st, w = st[keep], w[keep]
+            acc_s, acc_w = _merged(np.concatenate([acc_s, st]), np.concatenate([acc_w, w]),
+                                   radix)
+            if acc_s.shape[0] > limit:
+                raise CarryLawError(f"the keys' chain would keep more than {max_states:,} "
+                                    "segment sums")
+        states, weights = acc_s, acc_w
         if states.shape[0] == 0:
             return 0.0
-        states, weights = _merged(states, weights, radix)
     codes = _codes(states, radix)
     if memo is None or codes.shape[1] != 1:
         return float(weights @ _mask_weights(states, carries, probs))
@@ -257,6 +269,29 @@ def likelihood(N: int, cell_ok, total_ok, members, carries, probs,
         vals[new] = _mask_weights(states[new], carries, probs)
         memo.update(zip((codes[i] for i in new), vals[new].tolist()))
     return float(weights @ vals)
+
+
+def _order(members) -> np.ndarray:
+    """An order of the cells that keeps few totals open (begun, not finished): each step
+    takes the cell after which the fewest are open (a column of a 2 x C table finishes
+    before the next begins)."""
+    k, m = members.shape
+    left = members.sum(axis=1)
+    begun = np.zeros(k, bool)
+    done = np.zeros(m, bool)
+    order = []
+    for _ in range(m):
+        best, pick = None, -1
+        for i in np.flatnonzero(~done):
+            rest = left - members[:, i]
+            n_open = int(np.sum((begun | members[:, i]) & (rest > 0)))
+            if best is None or n_open < best:
+                best, pick = n_open, int(i)
+        order.append(pick)
+        done[pick] = True
+        begun |= members[:, pick]
+        left = left - members[:, pick]
+    return np.array(order, np.int64)
 
 
 def _mask_weights(states, carries, probs) -> np.ndarray:

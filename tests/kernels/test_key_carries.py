@@ -146,8 +146,14 @@ def test_limits_refuse_by_name():
     members = np.ones((1, 6), bool)
     with pytest.raises(kc.CarryLawError, match="more than 10 states"):
         kc.carry_law(members, max_states=10)
+    # a 2 x 3 table with every total: the two rows' segment sums stay open (100 of them)
+    rows = [[1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1]]
+    cols = [[1, 0, 0, 1, 0, 0], [0, 1, 0, 0, 1, 0], [0, 0, 1, 0, 0, 1]]
+    members = np.array(rows + cols + [[1] * 6], bool)
     carries, probs, _ = kc.carry_law(members)
     ok = np.ones((6, 10), bool)
     with pytest.raises(kc.CarryLawError, match="more than 50 segment sums"):
-        kc.likelihood(10, ok, np.ones((1, 10), bool), members, carries, probs,
+        kc.likelihood(10, ok, np.ones((6, 10), bool), members, carries, probs,
                       max_states=50)
+    assert kc.likelihood(10, ok, np.ones((6, 10), bool), members, carries, probs,
+                         max_states=10_000) == pytest.approx(1.0, abs=1e-12)

@@ -147,7 +147,7 @@ def crossing_timings():
     rows = []
     for shape, grid, D in [((2, 2), 10, 2), ((2, 2), 100, 2), ((2, 3), 10, 2),
                            ((2, 3), 20, 2), ((2, 3), 100, 2), ((3, 3), 10, 1),
-                           ((3, 3), 10, 2)]:
+                           ((3, 3), 10, 2), ((3, 3), 20, 2)]:
         rng = np.random.default_rng(sum(shape) * grid + D)
         d = grid_ptable_d(rng, grid, D)
         ck = rk.CellKey.from_matrix(d)

@@ -25,8 +25,9 @@ unimodular) the counts are taken at even ``K`` (vertices with half-integer coord
 and beyond that the law is refused, not guessed.
 
 :func:`likelihood` then sums over ``g`` by a chain over the cells that keeps, per
-reachable vector of the totals' segment sums ``mod N``, its number of ``g`` (every term is
-non-negative: the sum has a relative error of a few ``1e-16``).  Plain arrays in and out.
+reachable vector of the open totals' segment sums ``mod N`` and of the finished totals'
+sets of allowed carries, its share of the ``g`` (every term is non-negative: the sum has
+a relative error of a few ``1e-16``).  Plain arrays in and out.
 """
 
 from __future__ import annotations
@@ -85,9 +86,6 @@ def _counts(members: np.ndarray, K: int, max_states: int) -> dict:
         held = np.flatnonzero(members[t])
         last[t] = held[-1] if held.size else -1
     states = np.zeros((1, k), np.int64)
-    for t in range(k):
-        if last[t] < 0:
-            states[0, t] = 0
     weights = np.ones(1)                       # counts below 2**53: exact as floats
     u = np.arange(K, dtype=np.int64)
     size = members.sum(axis=1).astype(np.int64) * (K - 1) + 1     # each total's range

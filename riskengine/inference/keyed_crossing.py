@@ -173,8 +173,12 @@ class _Listing:
                 top[cells] = np.minimum(top[cells], ok.max())
         for c in range(n):
             if allowed[c] is None:
-                allowed[c] = np.arange(int(top[c]) + 1 if top[c] < np.iinfo(np.int64).max
-                                       else 0)
+                if top[c] == np.iinfo(np.int64).max:
+                    at = np.unravel_index(c, rset.shape)
+                    label = {d: rset.coords[d][i] for d, i in zip(rset.dims, at)}
+                    raise ValueError(f"finest cell {label} is counted by no published "
+                                     "number of the set: nothing bounds it")
+                allowed[c] = np.arange(int(top[c]) + 1)
         W = max(max((v.size for v in allowed), default=1), 1)
         lo = np.array([v.min() if v.size else 0 for v in allowed], np.int64)
         width = max(int(max((v.max() - v.min() + 1 for v in allowed if v.size), default=1)),

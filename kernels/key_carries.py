@@ -141,7 +141,8 @@ def _carry_law(shape: tuple, data: bytes, max_states: int) -> tuple:
         return _frozen(np.zeros((1, k), np.int64), np.ones(1), [Fraction(1)])
     for period in (1, 2):
         Ks = [period * j for j in range(1, m + 4)]
-        tables = [_counts(members, K, max_states) for K in Ks]
+        # the largest K first: a chain past its limit is refused before the others run
+        tables = [_counts(members, K, max_states) for K in Ks[::-1]][::-1]
         keys = set().union(*tables)
         law, ok = {}, True
         for c in keys:

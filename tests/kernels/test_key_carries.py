@@ -157,3 +157,24 @@ def test_limits_refuse_by_name():
                       max_states=50)
     assert kc.likelihood(10, ok, np.ones((6, 10), bool), members, carries, probs,
                          max_states=10_000) == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.slow
+def test_a_3_by_3_table_s_law_against_simulation():
+    """The 3 x 3 table with every total (1,071 carry vectors; the qhull reference takes
+    25 s there): 2,000,000 draws of nine uniform remainders fit the law (chi-square,
+    p > 1e-4) and reach no vector outside it."""
+    from tests.reference.agreement import gof_pvalue
+
+    rows = [[1 if k // 3 == i else 0 for k in range(9)] for i in range(3)]
+    cols = [[1 if k % 3 == j else 0 for k in range(9)] for j in range(3)]
+    members = np.array(rows + cols + [[1] * 9], bool)
+    carries, probs, exact = kc.carry_law(members)
+    assert len(exact) == 1071 and sum(exact) == 1
+    rng = np.random.default_rng(2026)
+    draws = []
+    for _ in range(4):
+        r = rng.random((500_000, 9))
+        draws.extend(map(tuple, np.floor(r @ members.T).astype(np.int64).tolist()))
+    expected = {tuple(int(v) for v in c): float(p) for c, p in zip(carries, probs)}
+    assert gof_pvalue(draws, expected) > 1e-4

@@ -148,6 +148,18 @@ def test_likelihood_equals_the_frequency_of_the_published_outcome():
         assert abs(k / n - p) <= 4.5 * se, (k / n, p)
 
 
+def test_every_margin_of_a_3d_table_is_refused_and_labelled():
+    """A 2 x 2 x 2 table with every margin (15 totals over 8 cells): the carries' chain
+    passes its limit; ``auto`` says so and answers with the labelled product."""
+    ck = rk.CellKey.from_matrix(HANDBOOK)
+    rng = np.random.default_rng(3)
+    rel = ck.protect(rk.Table(rng.integers(1, 5, size=(2, 2, 2)), dims=("a", "b", "c")), rng)
+    post = rk.posterior(rel, rk.priors.Flat(0, 10))
+    assert post.attrs["route"] != "keys-crossing" and "approximation" in post.attrs
+    assert "keys-crossing: a table's likelihood: the carries' chain" in \
+        post.attrs["route_reason"]
+
+
 def test_past_its_limits_auto_moves_on_and_says_why():
     """A 3 x 3 table with every total on a grid of 20 at counts near 30: more tables than
     ``auto`` waits for -- the answer is the labelled product and the reason names the

@@ -38,12 +38,18 @@ def _hog():
         pass
 
 
-def grid_ptable(rng, grid):
-    top, D = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+def grid_ptable(rng, grid, D=None):
+    """A random p-table on a grid of ``grid``: rows 0..top, perturbations up to D (top and
+    D drawn, each row 1 value or more); with ``D`` given: rows 0..3, 2 values or more."""
+    if D is None:
+        top, D, least = int(rng.integers(1, 4)), int(rng.integers(1, 3)), 1
+    else:
+        top, least = 3, 2
     rows = {0: {0: 1.0}}
     for i in range(1, top + 1):
         cand = np.arange(max(i - D, 0), i + D + 1)
-        js = rng.choice(cand, size=int(rng.integers(1, cand.size + 1)), replace=False)
+        js = rng.choice(cand, size=int(rng.integers(least, min(cand.size, grid) + 1)),
+                        replace=False)
         p = (1 + rng.multinomial(grid - js.size, np.ones(js.size) / js.size)) / grid
         rows[i] = dict(zip(js.tolist(), p.tolist()))
     return rows
@@ -149,7 +155,7 @@ def crossing_timings():
                            ((2, 3), 20, 2), ((2, 3), 100, 2), ((3, 3), 10, 1),
                            ((3, 3), 10, 2), ((3, 3), 20, 2)]:
         rng = np.random.default_rng(sum(shape) * grid + D)
-        d = grid_ptable_d(rng, grid, D)
+        d = grid_ptable(rng, grid, D)
         ck = rk.CellKey.from_matrix(d)
         T = rng.integers(100, 500, size=shape)
         rel = ck.protect(rk.Table(T, dims=("v", "w"), margins=[("v",), ("w",), ()]), rng)
@@ -161,7 +167,7 @@ def crossing_timings():
                     f"{type(prior).__name__}")
             rows.append((name, post.attrs["route"], post.n_candidates, sec))
     rng = np.random.default_rng(5)
-    d = grid_ptable_d(rng, 10, 2)
+    d = grid_ptable(rng, 10, 2)
     ck = rk.CellKey.from_matrix(d)
     T = rng.integers(100, 500, size=(3, 2))
     labels = {"r": ["r0", "r1", "r2"], "c": ["c0", "c1"]}
@@ -179,18 +185,6 @@ def crossing_timings():
     post = rk.posterior(rset, rk.priors.Uniform())
     rows.append(("set: 3 x 2 (column totals) + (r0 + r1, r2) x 2 (every total), grid 10",
                  post.attrs["route"], post.n_candidates, time.perf_counter() - t))
-    return rows
-
-
-def grid_ptable_d(rng, grid, D):
-    """A random p-table on a grid, perturbations up to D, rows 0..3."""
-    rows = {0: {0: 1.0}}
-    for i in range(1, 4):
-        cand = np.arange(max(i - D, 0), i + D + 1)
-        js = rng.choice(cand, size=int(rng.integers(2, min(cand.size, grid) + 1)),
-                        replace=False)
-        p = (1 + rng.multinomial(grid - js.size, np.ones(js.size) / js.size)) / grid
-        rows[i] = dict(zip(js.tolist(), p.tolist()))
     return rows
 
 

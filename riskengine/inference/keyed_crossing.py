@@ -30,6 +30,7 @@ from kernels import key_carries as kc
 
 from ..protocol import Cost, Route, RouteRefused, RouteResult
 from ._plan import prepared
+from .linked import LinkedDP, same_keyed_value, unbounded
 
 __all__ = ["KeyCrossing", "KeyCrossingSet"]
 
@@ -141,8 +142,6 @@ class _Listing:
         """The finest table of a set of cell-key releases: a finest cell published on its
         own takes its entries' values, any other 0 to the least top of the entries that
         hold it."""
-        from .linked import _where
-
         rset = plan.release
         kis = plan.inputs["key_intervals"]
         n = int(np.prod(rset.shape, dtype=np.int64))
@@ -150,12 +149,7 @@ class _Listing:
         first: dict = {}
         for e in rset.entries:
             e0 = first.setdefault(e.cells.tobytes(), e)
-            if e.value != e0.value:
-                raise ValueError(
-                    f"{_where(rset, e0)} publishes {e0.value} and {_where(rset, e)} "
-                    f"publishes {e.value}, but they hold the same records and the cell key "
-                    "method perturbs the same records the same way: these releases are not "
-                    "from one run with one set of record keys")
+            same_keyed_value(rset, e0, e, rset.releases[e0.release].mechanism)
             ki = kis[e.release]
             W = ki.a[e.keep].shape[-1]
             entries.append((e.keep, e.index, np.asarray(e.cells, np.int64),
@@ -174,15 +168,10 @@ class _Listing:
         for c in range(n):
             if allowed[c] is None:
                 if top[c] == np.iinfo(np.int64).max:
-                    at = np.unravel_index(c, rset.shape)
-                    label = {d: rset.coords[d][i] for d, i in zip(rset.dims, at)}
-                    raise ValueError(f"finest cell {label} is counted by no published "
-                                     "number of the set: nothing bounds it")
+                    raise unbounded(rset, c)
                 allowed[c] = np.arange(int(top[c]) + 1)
-        W = max(max((v.size for v in allowed), default=1), 1)
         lo = np.array([v.min() if v.size else 0 for v in allowed], np.int64)
-        width = max(int(max((v.max() - v.min() + 1 for v in allowed if v.size), default=1)),
-                    W)
+        width = int(max((v.max() - v.min() + 1 for v in allowed if v.size), default=1))
         x = (lo[:, None] + np.arange(width)).reshape(rset.shape + (width,))
         with np.errstate(invalid="ignore"):
             plw = plan.prior.log_weights(x, rset.dims, rset.coords).reshape(n, width)
@@ -346,7 +335,7 @@ class KeyCrossing(Route):
                         f"more than {MAX_TABLES:,} partial tables to list",
                         seconds=float("inf"))
         n = listing.tables.shape[0]
-        # a probe timed one table of each pattern of nonempty cells
+        # the probe timed up to four tables of each pattern of nonempty cells
         return Cost(8.0 * listing.tables.size + 48.0 * MAX_STATES,
                     f"{n} candidate tables, each one's keys summed on a grid of {listing.N}",
                     listing.too_long, seconds=0.01 + listing.seconds)
@@ -355,33 +344,30 @@ class KeyCrossing(Route):
     def _make(plan) -> _Listing:
         return _Listing.of_release(plan)
 
-    def _weighed(self, plan):
-        """``(tables, posterior weights, log evidence)`` of the tables of positive
-        likelihood."""
+    def _positive(self, plan):
+        """The listing and which of its tables have positive likelihood."""
         listing = self._listing(plan)
         if listing.tables is None:
             raise RouteRefused(f"route 'keys-crossing': more than {MAX_TABLES:,} partial "
                                "tables to list")
-        L = _likelihoods(listing, plan.progress)
-        keep = L > 0
+        return listing, _likelihoods(listing, plan.progress) > 0
+
+    def _weighed(self, plan):
+        """``(tables, posterior weights, log evidence)`` of the tables of positive
+        likelihood."""
+        listing, keep = self._positive(plan)
         tables = listing.tables[keep]
         if tables.shape[0] == 0:
             raise ValueError(f"no original table is consistent with this "
                              f"{plan.release.mechanism.name} release under this prior")
-        with np.errstate(divide="ignore"):
-            lw = listing.log_prior[keep] + np.log(L[keep])
+        lw = listing.log_prior[keep] + np.log(listing.L[keep])
         top = float(lw.max())
         w = np.exp(lw - top)
         Z = float(w.sum())
         return tables, w / Z, top + float(np.log(Z))
 
     def count(self, plan):
-        try:
-            return int(self._weighed(plan)[0].shape[0])
-        except ValueError as exc:
-            if "no original table" in str(exc):
-                return 0
-            raise
+        return int(np.count_nonzero(self._positive(plan)[1]))
 
     def run(self, plan, *, count=True):
         release = plan.release
@@ -454,8 +440,6 @@ class KeyCrossingSet(KeyCrossing):
         return _Listing.of_set(plan)
 
     def run(self, plan, *, count=True):
-        from .linked import LinkedDP
-
         rset = plan.release
         tables, w, log_z = self._weighed(plan)
         start = tables.min(axis=0)

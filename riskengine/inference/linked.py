@@ -131,10 +131,7 @@ class _Model:
         for c in range(n):
             if unary[c] is None:
                 if not held[c]:
-                    at = np.unravel_index(c, rset.shape)
-                    label = {d: rset.coords[d][i] for d, i in zip(rset.dims, at)}
-                    raise ValueError(f"finest cell {label} is counted by no published number "
-                                     "of the set: nothing bounds it")
+                    raise unbounded(rset, c)
                 unary[c] = (0, np.zeros(int(upper[c]) + 1))
         W = max(lw.shape[0] for _, lw in unary)
         self.lo = np.array([lo for lo, _ in unary], np.int64)
@@ -201,12 +198,7 @@ def _combine(rset, group):
                     f"keyed mechanisms with different parameters ({m0.describe()} vs "
                     f"{m.describe()}): one record key would give both perturbations, which "
                     "the set cannot weigh")
-            if e.value != e0.value:
-                raise ValueError(
-                    f"{_where(rset, e0)} publishes {e0.value} and {_where(rset, e)} "
-                    f"publishes {e.value}, but they hold the same records and "
-                    f"{m0.describe()} perturbs the same records the same way: these "
-                    "releases are not from one run with one set of record keys")
+            same_keyed_value(rset, e0, e, m0)
         # a repeated entry of one release carries weight 0 on its window (it is the same
         # cell); the real likelihood is the smallest log-weight of the copies
         lo = min(g.lo for g in keyed)
@@ -270,6 +262,25 @@ def _cut_above(parts, last: int) -> tuple:
         return ()
     v = int(values[np.flatnonzero(ok)[0]])
     return tuple(g.entry for g in parts if v > g.hi)
+
+
+def same_keyed_value(rset, e0, e, mechanism) -> None:
+    """Entries ``e0`` and ``e`` hold the same records under the keyed ``mechanism``: one
+    record key gives both the same perturbation, so they must publish the same value."""
+    if e.value != e0.value:
+        raise ValueError(
+            f"{_where(rset, e0)} publishes {e0.value} and {_where(rset, e)} publishes "
+            f"{e.value}, but they hold the same records and {mechanism.describe()} perturbs "
+            "the same records the same way: these releases are not from one run with one "
+            "set of record keys")
+
+
+def unbounded(rset, c: int) -> ValueError:
+    """The error for finest cell ``c`` (flat index), which no published number holds."""
+    at = np.unravel_index(c, rset.shape)
+    label = {d: rset.coords[d][i] for d, i in zip(rset.dims, at)}
+    return ValueError(f"finest cell {label} is counted by no published number of the set: "
+                      "nothing bounds it")
 
 
 def _where(rset, e) -> str:

@@ -24,7 +24,8 @@ swapped out.
 What it is not (named in ``attrs["approximation"]`` of the result):
 
 * each cell is conditioned on its own published value and kind only, not on every other
-  published cell (the whole publication's likelihood is what TRS makes intractable); the
+  published cell (the whole publication's likelihood is what TRS makes intractable
+  beyond a few households; :mod:`riskengine._census_exact` computes it for those); the
   secret parameters are averaged over their prior, not updated by the publication;
 * the answer is only as good as the population model (a wrong model, a wrong prior);
 * Monte Carlo: every estimate comes with its cluster-robust standard error over the
@@ -104,11 +105,18 @@ class CensusPosterior:
         published at the same value.  NaN where fewer than ``min_cells`` were simulated.
     pmf : xarray.Dataset
         ``count`` over ``(kind, published, original)``: the simulated cells; ``n`` over
-        ``(kind, published)``.
+        ``(kind, published)`` (the exact route, :func:`riskengine._census_exact.
+        exact_intruder_posterior`: ``prob`` over ``(cell, original)``).
+    candidates : xarray.DataArray or None
+        The exact route's posterior of each candidate original microdata.
+    settings : xarray.DataArray or None
+        The exact route's posterior of each candidate setting.
     """
 
     cells: xr.Dataset
     pmf: xr.Dataset
+    candidates: xr.DataArray | None = None
+    settings: xr.DataArray | None = None
 
     @property
     def attrs(self) -> dict:

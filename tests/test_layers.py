@@ -27,7 +27,7 @@ CORE = {"_validate", "table", "tabular", "priors", "release", "release_set", "_p
         "statistics", "_arviz", "hierarchy", "cell_system", "table_set", "_atomic", "_formats",
         "census", "_highs_quiet", "census_blocks"}
 # report is a package (riskengine/report/): every module of it is L4
-USES = {"cli", "_batch", "_publication", "_census_posterior", "_argus_micro", "_config", "_compare", "_simulate", "measures", "_analyze", "report", "plots",
+USES = {"cli", "_batch", "_publication", "_census_posterior", "_census_exact", "_argus_micro", "_config", "_compare", "_simulate", "measures", "_analyze", "report", "plots",
         "_verdict", "_policy", "_reconstruct", "_units"}
 
 

@@ -32,7 +32,7 @@ from ..protocol import Cost, Route, RouteRefused, RouteResult
 from ._plan import prepared
 from .linked import LinkedDP, same_keyed_value, unbounded
 
-__all__ = ["KeyCrossing", "KeyCrossingSet"]
+__all__ = ["KeyCrossing", "KeyCrossingSet", "table_likelihoods"]
 
 #: partial tables the search may keep before the route is passed over
 MAX_TABLES = 200_000
@@ -184,6 +184,19 @@ class _Listing:
             lws.append(w[fin])
         return cls(kis[0].N, entries, values, lws)
 
+    @classmethod
+    def of_tables(cls, N, entries, tables):
+        """Given tables (no search): ``entries`` as in the class, ``tables`` an array of
+        the candidate tables (one row each, flat)."""
+        self = cls.__new__(cls)
+        self.N, self.entries, self.values = int(N), entries, None
+        self.tables = np.asarray(tables, np.int64).reshape(len(tables), -1)
+        self.log_prior = np.zeros(self.tables.shape[0])
+        self.laws = {}
+        self.L = np.full(self.tables.shape[0], np.nan)
+        self.too_long, self.seconds = "", 0.0
+        return self
+
     def law(self, members):
         """The carries' law of ``members`` and a memo of its mask vectors' weights (once
         per call and structure)."""
@@ -283,6 +296,34 @@ def _likelihoods(listing, progress=None) -> np.ndarray:
         except kc.CarryLawError as exc:
             raise RouteRefused(f"route 'keys-crossing': {exc}") from None
     return listing.L
+
+
+def table_likelihoods(N, entries, tables) -> np.ndarray:
+    """Pr(every published entry | table) integrated over the record keys, for given tables
+    of the finest cells (the exact likelihood this route weighs its candidates by).
+
+    Parameters
+    ----------
+    N : int
+        The grid of the p-table's interval ends.
+    entries : list
+        One per published entry: ``(name, index, finest cells held (flat int array), lo,
+        a, b)``; for the original ``lo + w`` the entry is published as it is when its key
+        lies in ``[a[w]/N, b[w]/N)`` (``-1``: it cannot be); every table's sum over the
+        held cells must lie in ``lo .. lo + len(a) - 1``.
+    tables : array_like of int, shape (tables, finest cells)
+
+    Returns
+    -------
+    numpy.ndarray
+        One likelihood per table.
+
+    Raises
+    ------
+    RouteRefused
+        When a chain (the carries' law, a table's segment sums) passes ``MAX_STATES``.
+    """
+    return _likelihoods(_Listing.of_tables(N, entries, tables))
 
 
 def _structure(plan):

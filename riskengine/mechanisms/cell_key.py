@@ -224,6 +224,38 @@ def _grid(pt) -> tuple:
     return N, ""
 
 
+def interval_ends(pt, N) -> tuple:
+    """Per p-table row ``r`` (original ``min(x, top)``) and perturbation ``v``: the key
+    interval that publishes ``r + v``, on the grid ``1/N`` and as floats.
+
+    Parameters
+    ----------
+    pt : PTable
+    N : int or None
+        The grid of the interval ends (:func:`_grid`; None: the integer ends are not
+        used).
+
+    Returns
+    -------
+    tuple
+        ``(A, B, FA, FB)``, each of shape ``(top + 1, vmax - vmin + 1)``: the key
+        publishes ``r + v`` when it lies in ``[A/N, B/N)`` (``[FA, FB)``); ``-1`` where
+        ``r + v`` cannot be published.
+    """
+    W = pt.vmax - pt.vmin + 1
+    A = np.full((pt.top + 1, W), -1, dtype=np.int64)
+    B = np.full((pt.top + 1, W), -1, dtype=np.int64)
+    FA = np.full((pt.top + 1, W), -1.0)
+    FB = np.full((pt.top + 1, W), -1.0)
+    for r in range(pt.top + 1):
+        u = np.concatenate([[0.0], pt.ub[r]])
+        ends = np.rint(u * (N or 1)).astype(np.int64)
+        for k, j in enumerate(pt.j[r].tolist()):
+            A[r, j - r - pt.vmin], B[r, j - r - pt.vmin] = ends[k], ends[k + 1]
+            FA[r, j - r - pt.vmin], FB[r, j - r - pt.vmin] = u[k], u[k + 1]
+    return A, B, FA, FB
+
+
 def key_intervals(release) -> KeyIntervals:
     """The key interval of every published entry for every original in its window.
 
@@ -241,20 +273,7 @@ def key_intervals(release) -> KeyIntervals:
     ew = entry_windows(release)
     lo, a, b, fa, fb = {}, {}, {}, {}, {}
     W = pt.vmax - pt.vmin + 1
-    ends = []
-    for r in range(pt.top + 1):
-        u = np.concatenate([[0.0], pt.ub[r]])
-        ends.append(np.rint(u * (N or 1)).astype(np.int64))
-    # per row, per perturbation v: the interval of published value r + v (or none)
-    A = np.full((pt.top + 1, W), -1, dtype=np.int64)
-    B = np.full((pt.top + 1, W), -1, dtype=np.int64)
-    FA = np.full((pt.top + 1, W), -1.0)
-    FB = np.full((pt.top + 1, W), -1.0)
-    for r in range(pt.top + 1):
-        u = np.concatenate([[0.0], pt.ub[r]])
-        for k, j in enumerate(pt.j[r].tolist()):
-            A[r, j - r - pt.vmin], B[r, j - r - pt.vmin] = ends[r][k], ends[r][k + 1]
-            FA[r, j - r - pt.vmin], FB[r, j - r - pt.vmin] = u[k], u[k + 1]
+    A, B, FA, FB = interval_ends(pt, N)
     seen, totals = {}, []
     for keep, val in [(release.dims, release.published), *release.margins.items()]:
         y = np.asarray(val, dtype=np.int64)

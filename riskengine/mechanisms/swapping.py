@@ -566,11 +566,16 @@ def _allocate(n_area: np.ndarray, total: int, rng) -> np.ndarray:
     """``total`` swaps over areas in proportion to ``n_area``, each share rounded at random
     (up with probability its fractional part; systematic over a random order: the shares
     add up to ``total``)."""
+    perm = rng.permutation(len(n_area))
+    return _allocate_at(n_area, total, perm, rng.random() * int(n_area.sum()))
+
+
+def _allocate_at(n_area: np.ndarray, total: int, perm: np.ndarray, u: float) -> np.ndarray:
+    """:func:`_allocate` for the areas' order ``perm`` and the systematic start ``u`` in
+    [0, households): the shares change only where ``u`` crosses an integer."""
     nh = int(n_area.sum())
     prod = n_area.astype(np.int64) * total
     quota, rem = prod // nh, prod % nh
-    perm = rng.permutation(len(n_area))
-    u = rng.random() * nh
     c = np.cumsum(rem[perm]).astype(float)
     extra = np.ceil((c - u) / nh) - np.ceil((c - rem[perm] - u) / nh)
     quota[perm] += extra.astype(np.int64)
@@ -592,7 +597,14 @@ def _swap(prep: _Prepared, swaprate: float, rng):
     quota = _allocate(np.bincount(low, minlength=n_low), total, rng)
     donor_key = prep.w / rng.standard_exponential((nh, L))
     sel_key = prep.w[:, L - 1] / rng.standard_exponential(nh)
+    return _run(prep, quota, donor_key, sel_key)
 
+
+def _run(prep: _Prepared, quota: np.ndarray, donor_key: np.ndarray, sel_key: np.ndarray):
+    """The levels for drawn random inputs: each lowest-level area's number of swaps
+    (``quota``), the donor keys ``(households, levels)`` (each level's donors in
+    descending key; 0: never a donor) and the lowest-level draw keys (0: never drawn)."""
+    nh, L = prep.nh, prep.area.shape[0]
     P = prep.sim.shape[0]
     idx = np.arange(nh)
     used = np.zeros(nh, np.bool_)

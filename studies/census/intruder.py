@@ -148,8 +148,10 @@ def write(df, a, people, elapsed, out: Path):
               f"truth {k.truth_real.min():.2f}-{k.truth_real.max():.2f}."),
               "",
               ("Not in this study: the whole-publication likelihood (each cell is read on "
-              "its own), an intruder whose population model is wrong, and differencing "
-              "across the tables.")]
+              "its own; `exact_intruder_posterior` computes it for populations of a few "
+              "households only) and an intruder whose population model is wrong.  "
+              "Differencing across the tables, by the agency's measures, is in "
+              "results.md.")]
     out.write_text("\n".join(lines) + "\n")
     print(f"written {out}")
 

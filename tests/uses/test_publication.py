@@ -7,7 +7,12 @@ import pandas as pd
 import pytest
 
 import riskengine as rk
-from riskengine._publication import protect_publication, publication_measures
+from riskengine._publication import (
+    additive_relations,
+    differencing_measures,
+    protect_publication,
+    publication_measures,
+)
 
 GEO = ["region", "district", "area"]
 
@@ -139,3 +144,75 @@ def test_cramers_v_change_by_hand(census):
     want = abs(rk.measures.cramers_v(pubv) - rk.measures.cramers_v(orig.to_numpy()))
     assert float(m.cramers_v_change.sel(table="area_sex_age")) == pytest.approx(want)
     assert np.isnan(float(m.cramers_v_change.sel(table="all")))
+
+
+def _relation_ok(s, p, kids):
+    """Children disjoint, covering the parent, each differing from it in one dim only."""
+    M = s.M.tocsr()
+    fin = {c: set(M.indices[M.indptr[c]:M.indptr[c + 1]].tolist()) for c in [p, *kids]}
+    union = set().union(*(fin[k] for k in kids))
+    disjoint = sum(len(fin[k]) for k in kids) == len(union)
+    cells = s.cells
+    diff = {d for k in kids for d in s.dims if cells[d].iloc[k] != cells[d].iloc[p]}
+    return (union == fin[p] and disjoint and len(diff) == 1 and s.published[p]
+            and s.published[list(kids)].all())
+
+
+def test_additive_relations_of_a_two_way_table_and_a_hierarchy():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"r": rng.choice(list("abc"), 200), "c": rng.choice(list("wxyz"), 200)})
+    pub = protect_publication(df, {"t": ["r", "c"]})
+    rels = additive_relations(pub.release.system)
+    assert len(rels) == 3 + 4 + 2                # each row, each column, the total twice
+    assert all(_relation_ok(pub.release.system, p, k) for p, k in rels)
+    # 2 regions of 2 districts x sex: along geo Total -> regions, region -> districts per
+    # sex code (3 x 3); along sex one per geo code (7)
+    geo = pd.DataFrame({"district": rng.choice(["N1", "N2", "S1", "S2"], 100),
+                        "sex": rng.choice(["F", "M"], 100)})
+    hier = {"district": rk.Hierarchy({"N": ["N1", "N2"], "S": ["S1", "S2"]})}
+    pub = protect_publication(geo, {"t": ["district", "sex"]}, hier)
+    rels = additive_relations(pub.release.system)
+    assert len(rels) == 9 + 7
+    assert all(_relation_ok(pub.release.system, p, k) for p, k in rels)
+
+
+def test_additive_relations_across_linked_tables(census):
+    pop, people = census
+    pub = protect_publication(people, pop.tables(), pop.hierarchies())
+    s = pub.release.system
+    rels = additive_relations(s)
+    assert all(_relation_ok(s, p, k) for p, k in rels)
+    assert len({(p, tuple(k)) for p, k in rels}) == len(rels)
+    tables = s.cells["tables"]
+    # relations that link tables: the parent is a cell several tables publish (one cell of
+    # the set), the children come from only some of them
+    across = [(p, k) for p, k in rels if len(tables.iloc[p]) >= 2
+              and set().union(*(set(tables.iloc[c]) for c in k)) < set(tables.iloc[p])]
+    assert len(across) >= 10
+
+
+def test_differencing_measures(census):
+    pop, people = census
+    exact = differencing_measures(protect_publication(people, pop.tables(),
+                                                      pop.hierarchies()))
+    assert exact["derived_equal"] == exact["published_equal"] == 1.0
+    assert exact["prob_small"] == exact["prob_small_derived"] == 1.0
+    swapped = differencing_measures(protect_publication(
+        people, pop.tables(), pop.hierarchies(), _trs(0.1), None, np.random.default_rng(2)))
+    assert swapped["derived_equal"] == swapped["published_equal"] < 1.0
+    pub = protect_publication(people, pop.tables(), pop.hierarchies(), None,
+                              rk.CellKey(D=2, V=0.5), np.random.default_rng(3))
+    m = differencing_measures(pub)
+    y, x0 = pub.release.values, pub.original.values
+    derived, equal = [], []
+    for p, kids in additive_relations(pub.release.system):     # by hand
+        for c in kids:
+            d = y[p] - sum(y[o] for o in kids if o != c)
+            derived.append((c, d))
+            equal.append(d == x0[c])
+    assert m["derived"] == len(derived) and m["derived_equal"] == pytest.approx(np.mean(equal))
+    ones = [c for c, d in derived if d == 1]
+    assert m["prob_small_derived"] == pytest.approx(np.mean([x0[c] == 1 for c in ones]))
+    conf = {c for c, d in derived if d == 1 and y[c] == 1}
+    assert m["confirmed"] == len(conf)
+    assert m["prob_small_confirmed"] == pytest.approx(np.mean([x0[c] == 1 for c in conf]))

@@ -145,6 +145,42 @@ class CensusPosterior:
                 .agg(cells=("prob_exact", "size"), prob_exact=("prob_exact", "mean"),
                      prob_real_one=("prob_real_one", "mean")).reset_index())
 
+    def expected_disclosures(self, small=(1, 2)) -> pd.DataFrame:
+        """Per table and over the set: the cells published at a ``small`` count, the
+        expected number of them whose original equals the published value (the sum of
+        their Pr(original = published)), and the expected number of published 1s that are
+        one real person.
+
+        The standard error is conservative: cells of one kind and published value share
+        one estimate, and the estimates' errors are added linearly (an upper bound whatever
+        their correlation); 0 for the exact route.  NaN where a cell has no estimate.
+
+        Parameters
+        ----------
+        small : sequence of int, default (1, 2)
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``table``, ``cells``, ``expected_exact``, ``expected_exact_se``,
+            ``expected_real_ones``; the last row is ``"all"``.
+        """
+        c = self.cells
+        y = c["published"].values
+        sel = np.isin(y, list(small))
+        df = pd.DataFrame({"table": [str(lab).split("(")[0] for lab in c["label"].values[sel]],
+                           "p": c["prob_exact"].values[sel],
+                           "se": c["prob_exact_se"].values[sel],
+                           "one": np.where(y[sel] == 1, c["prob_real_one"].values[sel], 0.0)})
+        rows = []
+        for name, g in [*df.groupby("table", sort=True), ("all", df)]:
+            rows.append({"table": name, "cells": len(g),
+                         "expected_exact": float(g.p.sum(skipna=False)),
+                         "expected_exact_se": float(g.se.sum(skipna=False)),
+                         "expected_real_ones": float(g.one.sum(skipna=False))})
+        return pd.DataFrame(rows, columns=["table", "cells", "expected_exact",
+                                           "expected_exact_se", "expected_real_ones"])
+
 
 # --- the kinds of cells ------------------------------------------------------------------
 def _levels(population) -> dict:

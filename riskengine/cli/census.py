@@ -36,13 +36,20 @@ def assess_census(args) -> int:
     label, reasons = census_verdict(post, threshold, c["small"], c["sigmas"])
     table = post.risk_table(c["small"])
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    expected = post.expected_disclosures(c["small"])
+    print(f"expected exact disclosures (published {list(c['small'])} whose original is the "
+          "published value; s.e. conservative) and expected real ones, per table:")
+    print(expected.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print(f"APPROXIMATE: {post.attrs['approximation']}")
     print(f"VERDICT: {label} ({'; '.join(reasons)})")
     ds = post.cells.copy()
     ds.attrs.update({"riskengine_kind": "census", "verdict": label,
                      "verdict_reasons": "; ".join(reasons), "threshold": threshold,
                      "small": np.asarray(c["small"], np.int64), "config": str(args.release),
-                     "publication": c["describe"]})
+                     "publication": c["describe"],
+                     "expected_exact": float(expected["expected_exact"].iloc[-1]),
+                     "expected_exact_se": float(expected["expected_exact_se"].iloc[-1]),
+                     "expected_real_ones": float(expected["expected_real_ones"].iloc[-1])})
     out = out_dir(args.out)
     path = out / "census.nc"
     atomic_write_netcdf(ds, path)

@@ -191,3 +191,16 @@ def test_refusals_name_the_cause():
     bad = cands[0].assign(area=["q"] * len(cands[0]))
     with pytest.raises(ValueError, match="not among the set's codes"):
         exact_intruder_posterior(pub.release, [bad], [Setting(None, None)])
+
+
+def test_expected_disclosures_of_the_exact_route():
+    pub, cands, settings, prior, _ = _case(2)
+    post = exact_intruder_posterior(pub.release, cands, settings, prior=prior)
+    e = post.expected_disclosures((1,))
+    y = post.cells["published"].values
+    assert e.cells.iloc[-1] == (y == 1).sum()
+    assert e.expected_exact.iloc[-1] == pytest.approx(
+        post.cells["prob_exact"].values[y == 1].sum())
+    assert e.expected_real_ones.iloc[-1] == pytest.approx(
+        post.cells["prob_real_one"].values[y == 1].sum())
+    assert (e.expected_exact_se == 0).all()

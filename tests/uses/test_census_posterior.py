@@ -132,3 +132,25 @@ def test_the_claimed_probabilities_are_calibrated_over_500_publications():
     assert abs(cal.attrs["overall_z"]) <= 3, cal.attrs
     z = cal["z"].values[cal["n"].values > 0]
     assert np.all(np.abs(z) <= 3), cal
+
+
+def test_expected_disclosures_per_table_by_hand():
+    ck = rk.CellKey(D=2, V=1.0)
+    rng = np.random.default_rng(4)
+    pub = protect_publication(POP.generate(rng), POP.tables(), POP.hierarchies(), _trs(0.1),
+                              ck, rng)
+    post = intruder_posterior(pub, POP, [Setting(_trs(0.1), ck)], sims=30, rng=rng,
+                              min_cells=5)
+    e = post.expected_disclosures((1, 2))
+    c = post.cells.to_dataframe()
+    c["table"] = [lab.split("(")[0] for lab in c["label"]]
+    small = c[c.published.isin([1, 2])]
+    assert e.table.tolist() == sorted(small.table.unique()) + ["all"]
+    for _, r in e.iterrows():
+        g = small if r.table == "all" else small[small.table == r.table]
+        assert r.cells == len(g)
+        np.testing.assert_allclose(r.expected_exact, g.prob_exact.sum(skipna=False))
+        np.testing.assert_allclose(r.expected_exact_se, g.prob_exact_se.sum(skipna=False))
+        ones = g[g.published == 1]
+        np.testing.assert_allclose(r.expected_real_ones, ones.prob_real_one.sum(skipna=False))
+    assert e.expected_exact.iloc[-1] == pytest.approx(e.expected_exact.iloc[:-1].sum())

@@ -44,6 +44,7 @@ def test_a_config_gives_the_verdict_and_writes_census_nc_and_the_report(tmp_path
     assert main(["assess", _config(tmp_path), "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "APPROXIMATE: simulation-based" in text
+    assert "expected exact disclosures" in text
     line = next(ln for ln in text.splitlines() if ln.startswith("VERDICT: "))
     with xr.open_dataset(out / "census.nc", engine="scipy") as ds:
         ds = ds.load()
@@ -54,6 +55,8 @@ def test_a_config_gives_the_verdict_and_writes_census_nc_and_the_report(tmp_path
         ds.attrs["settings"]
     p = ds["prob_exact"].values
     assert np.nanmin(p) >= 0 and np.nanmax(p) <= 1
+    small = np.isin(ds["published"].values, ds.attrs["small"])
+    np.testing.assert_allclose(ds.attrs["expected_exact"], p[small].sum())
     html = (out / "census.html").read_text()
     assert "APPROXIMATE" in html and f"VERDICT: {ds.attrs['verdict']}" in html
     # riskengine report reads census.nc back

@@ -31,9 +31,10 @@ averaged over their prior as in the simulation route.
 Cost: per candidate and setting, the runs of the swapping (the product of the orders'
 permutations over the levels that need donors: ``h!`` for ``h`` households of positive
 risk; refused past ``max_runs``), and per distinct swapped table the keys' likelihood
-(refused past its chains' limit).  This is for populations of a few households -- the
-tests' brute force, a teaching example, the check of the simulation route -- not for a
-census.
+(refused past its chains' limit).  This is for populations of a few households and a few
+tables -- the tests' brute force, a teaching example -- not for a census: the key
+integration over every published cell at once passes its limit on the census example's
+three tables of three geography levels already at 6 to 10 persons (refused, by name).
 """
 
 from __future__ import annotations
@@ -68,7 +69,15 @@ def _orders(items, w) -> list:
     return out
 
 
-def _quota_law(prep, swaprate) -> dict:
+def _too_many(what, max_runs, nh):
+    """The refusal past ``max_runs``."""
+    return ValueError(
+        f"the exact law of the swapping needs {what} (more than max_runs={max_runs:,}) on "
+        f"these {nh} households: the exact route is for a few households; use the "
+        "simulation route (intruder_posterior)")
+
+
+def _quota_law(prep, swaprate, max_runs) -> dict:
     """``{quota bytes: (quota, probability)}``: the number of swaps of each lowest-level
     area."""
     from .mechanisms.swapping import _allocate_at
@@ -76,6 +85,9 @@ def _quota_law(prep, swaprate) -> dict:
     n_area = np.bincount(prep.area[L - 1])
     x = swaprate * nh / 2.0
     fl = math.floor(x)
+    if x > 0 and math.factorial(n_area.size) * nh > max_runs:
+        raise _too_many(f"{math.factorial(n_area.size) * nh:,} allocations of the swaps "
+                        f"over the {n_area.size} areas", max_runs, nh)
     out: dict = {}
 
     def add(q, p):
@@ -96,23 +108,23 @@ def _quota_law(prep, swaprate) -> dict:
     return out
 
 
-def _runs(prep, quota) -> tuple:
+def _runs(prep, quota, max_runs) -> tuple:
     """The effective random inputs for ``quota``: per level the donor orders to run
-    (one fixed order where no donor is needed) and the draw orders, and their count."""
+    (None where no donor is needed: one fixed order) and the draw orders per area (None
+    where no area draws), and their count; the lists are not built past ``max_runs``."""
     nh, L = prep.nh, prep.area.shape[0]
-    levels = []
-    for j in range(L):
-        needed = bool((prep.level == j).any()) or (j == L - 1 and bool(quota.any()))
-        levels.append(_orders(range(nh), prep.w[:, j]) if needed else None)
+    needed = [bool((prep.level == j).any()) or (j == L - 1 and bool(quota.any()))
+              for j in range(L)]
+    low = prep.area[L - 1]
+    areas = [np.flatnonzero(low == a) for a in range(int(low.max()) + 1)]
+    n = math.prod(math.factorial(int((prep.w[:, j] > 0).sum()))
+                  for j in range(L) if needed[j])
     if quota.any():
-        low = prep.area[L - 1]
-        per_area = [_orders(np.flatnonzero(low == a), prep.w[:, L - 1])
-                    for a in range(int(low.max()) + 1)]
-    else:
-        per_area = None
-    n = math.prod(len(o) for o in levels if o is not None)
-    if per_area is not None:
-        n *= math.prod(max(len(o), 1) for o in per_area)
+        n *= math.prod(math.factorial(int((prep.w[h, L - 1] > 0).sum())) for h in areas)
+    if n > max_runs:
+        return None, None, n
+    levels = [_orders(range(nh), prep.w[:, j]) if needed[j] else None for j in range(L)]
+    per_area = ([_orders(h, prep.w[:, L - 1]) for h in areas] if quota.any() else None)
     return levels, per_area, n
 
 
@@ -182,17 +194,13 @@ def swap_law(swapping, microdata, max_runs: int = MAX_RUNS) -> list:
     if nh == 0:
         return [(1.0, np.zeros(0, np.int64))]
     plans = []
-    for q, pq in _quota_law(prep, swapping.swaprate).values():
-        levels, per_area, n = _runs(prep, q)
-        plans.append((q, pq, levels, per_area))
+    for q, pq in _quota_law(prep, swapping.swaprate, max_runs).values():
+        levels, per_area, n = _runs(prep, q, left)
         left -= n
         if left < 0:
-            raise ValueError(
-                f"the exact law of the swapping needs more than max_runs={max_runs:,} runs "
-                f"on these "
-                f"{nh} households (orders of {nh} households at each level that needs "
-                "donors): the exact route is for a few households; use the simulation "
-                "route (intruder_posterior)")
+            raise _too_many(f"at least {max_runs - left:,} runs (the orders of the "
+                            "households at each level that needs donors)", max_runs, nh)
+        plans.append((q, pq, levels, per_area))
     out: dict = {}
     ident = np.arange(nh, dtype=np.int64)
     for q, pq, levels, per_area in plans:
@@ -274,7 +282,8 @@ def exact_intruder_posterior(release, candidates, settings, prior=None,
     Returns
     -------
     CensusPosterior
-        ``cells`` as the simulation route's (standard errors 0, ``n_similar`` absent),
+        ``cells`` as the simulation route's (standard errors 0, ``n_similar`` absent,
+        ``kind`` the cell's table),
         ``pmf["prob"]`` over ``(cell, original)``: each published cell's posterior;
         ``candidates`` and ``settings``: the posterior of each candidate and setting;
         ``attrs["exact"] = 1``.
@@ -303,6 +312,7 @@ def exact_intruder_posterior(release, candidates, settings, prior=None,
     """
     from ._publication import _finest_cell
     from .inference.keyed_crossing import table_likelihoods
+    from .protocol import RouteRefused
     from .table_set import TableSetRelease
     if not isinstance(release, TableSetRelease):
         raise TypeError(f"release must be an rk.TableSetRelease (Publication.release), got "
@@ -370,7 +380,15 @@ def exact_intruder_posterior(release, candidates, settings, prior=None,
             else:
                 N, ent = entries[k]
                 uniq, inv = np.unique(xs, axis=0, return_inverse=True)
-                L = table_likelihoods(N, ent, uniq)[inv.ravel()]
+                try:
+                    L = table_likelihoods(N, ent, uniq)[inv.ravel()]
+                except RouteRefused as exc:
+                    raise ValueError(
+                        f"candidate {m}, setting {k}: the cell key likelihood over the "
+                        f"record keys of all {pub_rows.size} published cells at once passes "
+                        f"its limit ({exc}): the exact route is for publications of a few "
+                        "tables with few crossing totals; use the simulation route "
+                        "(intruder_posterior)") from None
             ps = np.array([p for p, _ in law])
             jw = prior[m] / prior.sum() * wset[k] / wset.sum() * ps * L
             W[m, k] = jw.sum()
@@ -391,7 +409,8 @@ def exact_intruder_posterior(release, candidates, settings, prior=None,
     labels = np.asarray(s.labels(), dtype=object)[pub_rows]
     zeros = np.zeros(pub_rows.size)
     real_one = np.where(y == 1, ones / Z, np.nan)
-    cell = {"cell": np.arange(pub_rows.size), "label": ("cell", labels)}
+    cell = {"cell": np.arange(pub_rows.size), "label": ("cell", labels),
+            "kind": ("cell", [str(lab).split("(")[0] for lab in labels])}   # the table
     cells = xr.Dataset(
         {"published": ("cell", y),
          "prob_exact": ("cell", pmf[np.arange(pub_rows.size), np.minimum(y, vmax)]

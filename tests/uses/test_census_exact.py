@@ -173,9 +173,15 @@ def test_refusals_name_the_cause():
         exact_intruder_posterior(pub.release, other, [Setting(None, None)])
     big = population(np.random.default_rng(3), 9)
     trs = rk.TargetedSwapping(HIER, ["sex"], [["size"]], swaprate=0.5, k_anonymity=1)
-    with pytest.raises(ValueError, match="max_runs=200,000 runs on these 9 households"):
+    with pytest.raises(ValueError, match=r"max_runs=200,000\) on these 9 households"):
         swap_law(trs, big)
-    with pytest.raises(ValueError, match="max_runs=10 runs"):
+    huge = population(np.random.default_rng(3), 40)          # refused before any list
+    with pytest.raises(ValueError, match="on these 40 households"):
+        swap_law(rk.TargetedSwapping(HIER, ["sex"], [["size"]], swaprate=0.0,
+                                     k_anonymity=100), huge)  # all must: 40! orders
+    with pytest.raises(ValueError, match="240 allocations of the swaps over the 3 areas"):
+        swap_law(trs, huge, max_runs=100)
+    with pytest.raises(ValueError, match=r"more than max_runs=10\)"):
         swap_law(settings[0].swapping, cands[0], max_runs=10)
     with pytest.raises(ValueError, match="prior must hold one weight"):
         exact_intruder_posterior(pub.release, cands, settings, prior=[1, 1])
@@ -204,3 +210,18 @@ def test_expected_disclosures_of_the_exact_route():
     assert e.expected_real_ones.iloc[-1] == pytest.approx(
         post.cells["prob_real_one"].values[y == 1].sum())
     assert (e.expected_exact_se == 0).all()
+    rt = post.risk_table((1,))                    # kinds are the tables here
+    assert rt.cells.sum() == (y == 1).sum() and set(rt.kind) <= {"t1", "t2"}
+
+
+def test_a_census_structure_passes_the_key_integrations_limit_and_says_so():
+    """Three tables over three geography levels: the keys' likelihood of every published
+    cell at once is refused, by name, even for ten persons."""
+    pop = rk.census.CensusPopulation(districts=2, areas=2, households=(1, 1))
+    people = pop.generate(np.random.default_rng(2))
+    ck = cell_key(PT2)
+    pub = protect_publication(people, pop.tables(), pop.hierarchies(), None, ck,
+                              np.random.default_rng(12))
+    with pytest.raises(ValueError, match="the exact route is for publications of a few "
+                                         "tables"):
+        exact_intruder_posterior(pub.release, [people], [Setting(None, ck)])

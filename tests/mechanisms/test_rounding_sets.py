@@ -5,7 +5,11 @@ direction of the finest cells that are not multiples is tried; a controlled roun
 exists exactly when the MILP finds one, and the MILP's total absolute distortion of the
 finest cells is the least.  The posterior of a rounded hierarchical table (its published
 cells each within B - 1 of their values, feasible likelihood) equals the enumeration of
-every finest table."""
+every finest table.  Sets whose finest cells no table publishes (a x b and a x c): every
+direction of the published cells is tried, a rounding counting when each table adds up
+(a table of counts under it then exists: per a, a b x c table with equal-sum margins);
+existence and the least distortion of the published cells equal the MILP's, and the
+posterior over the hidden cells equals the enumeration."""
 
 from __future__ import annotations
 
@@ -159,3 +163,110 @@ def test_sets_refuse_what_does_not_apply():
         rk.ControlledRounding(3).protect(t)
     with pytest.raises(ValueError, match="likelihood='feasible'"):
         rk.ControlledRounding(3, method="optimal", likelihood="unbiased").protect(t)
+
+
+def _two_margins(rng, dims_c=2, n=None):
+    """Two tables a x b and a x c of random records: the finest a x b x c is published by
+    no table."""
+    import pandas as pd
+    n = int(rng.integers(4, 16)) if n is None else n
+    df = pd.DataFrame({"a": rng.choice(["x", "y"], n), "b": rng.choice(["p", "q"], n),
+                       "c": rng.choice(["u", "v", "w"][:dims_c], n)})
+    df = pd.concat([df, pd.DataFrame({"a": ["x", "y"] * 3, "b": ["p", "q", "q"] * 2,
+                                      "c": ["u", "v", "w"][:dims_c] * (6 // dims_c)})])
+    return rk.TableSet.from_pandas(df, {"ab": ["a", "b"], "ac": ["a", "c"]})
+
+
+def _brute_published(ts, B):
+    """(least total distortion of the published cells, its rounding) over every direction
+    of the published cells that are not multiples: a rounding is controlled when each
+    table adds up (its cells to its margins, the margins to the total; the a-margin and
+    the total are one cell of both tables), and then a table of counts under it exists
+    (for each a, a b x c table of counts with the rounded margins: equal sums suffice)."""
+    s = ts.system
+    v = np.rint(ts.values).astype(np.int64)
+    pub = np.flatnonzero(s.published)
+    A, Bd, C = list(s.coords["a"]), list(s.coords["b"]), list(s.coords["c"])
+
+    def ix(table, **codes):
+        return s.find(table=table, **codes)
+
+    nm = [c for c in pub if v[c] % B]
+    floor = B * (v // B)
+    best = None
+    for z in itertools.product((0, 1), repeat=len(nm)):
+        r = floor.copy()
+        r[nm] += B * np.array(z, np.int64)
+        ok = True
+        for t, other, codes in (("ab", "b", Bd), ("ac", "c", C)):
+            def at(a, k, t=t, other=other, r=r):
+                return r[ix(t, a=a, **{other: k})]
+            for a in [*A, "Total"]:
+                ok &= sum(at(a, k) for k in codes) == at(a, "Total")
+            for k in codes:
+                ok &= sum(at(a, k) for a in A) == at("Total", k)
+        if ok:
+            d = int(np.abs(r[pub] - v[pub]).sum())
+            if best is None or d < best[0]:
+                best = (d, r)
+    return best
+
+
+def test_unpublished_finest_cells_existence_and_least_distortion_equal_brute_force():
+    from riskengine.mechanisms._rounding_sets import (
+        is_controlled_rounding_published,
+        milp_rounding_published,
+    )
+    rng = np.random.default_rng(31)
+    n_some = n_none = 0
+    for k in range(40):
+        ts = _two_margins(rng, dims_c=2 + k % 2)
+        s = ts.system
+        assert not s.published[: s.n_interior].any()
+        B = int(rng.integers(2, 5))
+        best = _brute_published(ts, B)
+        found = milp_rounding_published(s, ts.values, B)
+        if best is None:
+            assert found is None
+            n_none += 1
+            with pytest.raises(ValueError, match=f"no controlled rounding to base {B} exists"):
+                rk.ControlledRounding(B, method="optimal").protect(ts)
+            continue
+        n_some += 1
+        assert found is not None and is_controlled_rounding_published(s, ts.values, *found, B)
+        pub = s.published
+        v = np.rint(ts.values).astype(np.int64)
+        assert int(np.abs(found[0][pub] - v[pub]).sum()) == best[0]
+        rel = rk.ControlledRounding(B, method="optimal").protect(ts)
+        np.testing.assert_array_equal(rel.values[pub], found[0][pub])
+        assert np.isnan(rel.values[~pub]).all()
+    assert n_some >= 20, (n_some, n_none)
+
+
+def test_posterior_of_a_rounded_set_with_hidden_finest_cells_equals_the_enumeration():
+    rng = np.random.default_rng(5)
+    ts = _two_margins(rng, dims_c=2, n=0)         # the six fixed records: counts 0-2
+    s = ts.system
+    B = 2
+    rel = rk.ControlledRounding(B, method="optimal").protect(ts)
+    pub = np.flatnonzero(s.published)
+    M = s.M.tocsr()
+    r = rel.values
+    grids = np.array(list(itertools.product(range(6), repeat=s.n_interior)))
+    full = np.asarray(M[pub] @ grids.T).T
+    cands = grids[(np.abs(full - r[pub]) < B).all(axis=1)]
+    assert len(cands) > 1 and cands.max() < 5      # the box holds every candidate
+    for prior, logw in ((rk.priors.Uniform(), np.zeros(len(cands))),
+                        (rk.priors.Poisson(1.5),
+                         (cands * np.log(1.5)).sum(1)
+                         - np.array([sum(np.log(np.arange(1, k + 1)).sum() for k in c)
+                                     for c in cands]))):
+        w = np.exp(logw - logw.max())
+        w /= w.sum()
+        post = rk.posterior(rel, prior)
+        assert not post.attrs["approximate"], post.attrs["route"]
+        values = post.pmf["value"].values
+        got = post.pmf.values.reshape(s.n_interior, -1)
+        for j in range(s.n_interior):
+            want = np.array([w[cands[:, j] == val].sum() for val in values])
+            np.testing.assert_allclose(got[j], want, atol=1e-12)

@@ -49,7 +49,7 @@ import xarray as xr
 from . import _validate as V
 from ._census_posterior import CensusPosterior, Setting
 
-__all__ = ["exact_intruder_posterior", "swap_law"]
+__all__ = ["candidate_microdata", "exact_intruder_posterior", "swap_law"]
 
 #: runs of the swapping per candidate microdata and setting
 MAX_RUNS = 200_000
@@ -220,6 +220,92 @@ def swap_law(swapping, microdata, max_runs: int = MAX_RUNS) -> list:
                 key = src.tobytes()
                 out[key] = (out[key][0] + p, src) if key in out else (p, src)
     return sorted(out.values(), key=lambda t: (-round(t[0], 12), t[1].tolist()))
+
+
+def candidate_microdata(people, unknown: dict, units=None, household: str | None = None,
+                        max_candidates: int = 10_000) -> list:
+    """The intruder's candidates for the original microdata: ``people`` with the values of
+    the ``unknown`` columns of some persons (or households) replaced in every combination.
+
+    Parameters
+    ----------
+    people : pandas.DataFrame
+        What the intruder takes for known (one row per person); never modified.
+    unknown : dict
+        ``{column: values}``, or ``{(column, column, ...): [tuples]}`` for columns that go
+        together (a geography path such as ``("district", "area")``).
+    units : sequence, optional
+        The row labels (or, with ``household``, the household ids) whose values are
+        unknown (default: every row / household).
+    household : str, optional
+        The household column: each household's members take one value together.
+    max_candidates : int, default 10,000
+        Refuse beyond this many candidates.
+
+    Returns
+    -------
+    list of pandas.DataFrame
+        Every combination, the first equal to ``people`` when its values are among the
+        candidates' (duplicates dropped).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from riskengine._census_exact import candidate_microdata
+    >>> people = pd.DataFrame({"hid": [1, 1, 2], "area": ["a", "a", "b"], "sex": list("FMF")})
+    >>> cands = candidate_microdata(people, {"area": ["a", "b"]}, units=[2], household="hid")
+    >>> [c.area.tolist() for c in cands]
+    [['a', 'a', 'b'], ['a', 'a', 'a']]
+    """
+    import pandas as pd
+    if not isinstance(people, pd.DataFrame):
+        raise TypeError(f"people must be a pandas DataFrame, got {type(people).__name__}")
+    if not unknown:
+        raise ValueError("unknown must name at least one column and its values")
+    groups = []
+    for cols, values in unknown.items():
+        cols = (cols,) if isinstance(cols, str) else tuple(cols)
+        missing = [c for c in cols if c not in people.columns]
+        if missing:
+            raise KeyError(f"unknown names columns {missing} not in people (columns: "
+                           f"{list(people.columns)})")
+        vals = [tuple(v) if len(cols) > 1 else (v,) for v in values]
+        if any(len(v) != len(cols) for v in vals):
+            raise ValueError(f"every value of {cols} must give {len(cols)} values")
+        if not vals:
+            raise ValueError(f"no values given for {cols}")
+        groups.append((list(cols), vals))
+    if household is not None:
+        ids = people[household]
+        units = list(pd.unique(ids)) if units is None else list(units)
+        bad = [u for u in units if not (ids == u).any()]
+        rows_of = [np.flatnonzero((ids == u).to_numpy()) for u in units]
+    else:
+        units = list(people.index) if units is None else list(units)
+        bad = [u for u in units if u not in people.index]
+        rows_of = [np.flatnonzero(people.index == u) for u in units]
+    if bad:
+        raise KeyError(f"units {bad[:5]} are not in people")
+    n = math.prod(len(v) for _, v in groups) ** len(units)
+    if n > max_candidates:
+        raise ValueError(f"{n:,} candidates ({len(units)} units x {len(groups)} unknown "
+                         f"column groups), more than max_candidates={max_candidates:,}")
+    slots = [(r, cols, vals) for r in rows_of for cols, vals in groups]
+    truth = tuple(tuple(people.iloc[r[0]][c] for c in cols) if r.size else None
+                  for r, cols, _ in slots)
+    combos = list(itertools.product(*[vals for _, _, vals in slots]))
+    combos.sort(key=lambda c: c != truth)             # the original first, when present
+    out, seen = [], set()
+    for combo in combos:
+        df = people.copy()
+        for (r, cols, _), v in zip(slots, combo):
+            for c, x in zip(cols, v):
+                df.iloc[r, df.columns.get_loc(c)] = x
+        key = pd.util.hash_pandas_object(df, index=True).values.tobytes()
+        if key not in seen:
+            seen.add(key)
+            out.append(df)
+    return out
 
 
 def _swapped(swapping, microdata, src):

@@ -168,7 +168,7 @@ class CensusPosterior:
         c = self.cells
         y = c["published"].values
         sel = np.isin(y, list(small))
-        df = pd.DataFrame({"table": [str(lab).split("(")[0] for lab in c["label"].values[sel]],
+        df = pd.DataFrame({"table": [str(k).split("|")[0] for k in c["kind"].values[sel]],
                            "p": c["prob_exact"].values[sel],
                            "se": c["prob_exact_se"].values[sel],
                            "one": np.where(y[sel] == 1, c["prob_real_one"].values[sel], 0.0)})

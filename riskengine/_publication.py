@@ -334,42 +334,53 @@ def additive_relations(system) -> list:
     list
         ``[(parent cell, array of child cells)]`` (indices of the system's cells), each
         relation once.
+
+    Notes
+    -----
+    Cost: one sparse product of the published cells' memberships per dim (only cells
+    that share finest cells meet: a cell and its ancestors along the dim), so a dim of
+    thousands of codes costs no dense square.
     """
     cells = system.cells
     pub = np.flatnonzero(system.published)
-    M = system.M.tocsr()[pub]
+    M = system.M.tocsr()[pub].astype(np.int64)
     size = np.diff(M.indptr)
     dims = list(system.dims)
     codes = cells[dims].iloc[pub].astype(str).to_numpy()
+    over = (M @ M.T).tocoo()
+    inner = (over.data == size[over.col]) & (size[over.col] < size[over.row])
+    I, J0 = over.row[inner], over.col[inner]          # J0 strictly inside I
     out, seen = [], set()
     for k in range(len(dims)):
         others = np.delete(codes, k, axis=1)
-        key = pd.MultiIndex.from_arrays(others.T).codes if len(dims) > 1 else None
-        group = (np.ravel_multi_index(tuple(key), tuple(int(c.max()) + 1 for c in key))
-                 if key is not None else np.zeros(pub.size, np.int64))
-        order = np.argsort(group, kind="stable")
-        bounds = np.flatnonzero(np.diff(group[order])) + 1
-        for g in np.split(order, bounds):
-            if g.size < 3:
+        if others.shape[1]:
+            group = pd.MultiIndex.from_arrays(others.T).codes
+            group = np.ravel_multi_index(tuple(group), tuple(int(c.max()) + 1 for c in group))
+        else:
+            group = np.zeros(pub.size, np.int64)
+        keep = group[I] == group[J0]                  # the same codes on every other dim
+        i, j = I[keep], J0[keep]
+        order = np.lexsort((j, i))
+        i, j = i[order], j[order]
+        anc: dict = {}                                 # each cell's ancestors along dim k
+        for q, c in zip(i.tolist(), j.tolist()):
+            anc.setdefault(c, set()).add(q)
+        starts = np.flatnonzero(np.r_[True, i[1:] != i[:-1]]) if i.size else np.zeros(0, int)
+        for a, b in zip(starts, np.r_[starts[1:], i.size]):
+            p, J = int(i[a]), j[a:b]
+            if J.size < 2:
                 continue
-            Mg = M[g]
-            over = (Mg @ Mg.T).toarray()
-            sz = size[g]
-            inside = (over == sz[None, :]) & (sz[None, :] < sz[:, None])
-            for i in range(g.size):
-                J = np.flatnonzero(inside[i])
-                if J.size < 2:
-                    continue
-                top = J[~inside[np.ix_(J, J)].any(axis=0)]    # in no other candidate
-                if top.size < 2 or sz[top].sum() != sz[i]:
-                    continue
-                sub = over[np.ix_(top, top)]
-                if (sub - np.diag(np.diag(sub))).any():
-                    continue
-                rel = (int(pub[g[i]]), tuple(sorted(int(pub[g[j]]) for j in top)))
-                if rel not in seen:
-                    seen.add(rel)
-                    out.append((rel[0], np.array(rel[1], np.int64)))
+            Jset = set(J.tolist())
+            top = [c for c in J.tolist() if not (anc.get(c, set()) & Jset)]
+            if len(top) < 2 or int(size[top].sum()) != int(size[p]):
+                continue
+            sub = M[top]
+            if int(sub.sum(axis=0).max()) > 1:           # overlapping children
+                continue
+            rel = (int(pub[p]), tuple(sorted(int(pub[c]) for c in top)))
+            if rel not in seen:
+                seen.add(rel)
+                out.append((rel[0], np.array(rel[1], np.int64)))
     return out
 
 

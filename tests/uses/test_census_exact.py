@@ -225,3 +225,38 @@ def test_a_census_structure_passes_the_key_integrations_limit_and_says_so():
     with pytest.raises(ValueError, match="the exact route is for publications of a few "
                                          "tables"):
         exact_intruder_posterior(pub.release, [people], [Setting(None, ck)])
+
+
+def test_candidate_microdata_enumerates_the_unknown_values():
+    from riskengine._census_exact import candidate_microdata
+    people = population(np.random.default_rng(0), 3)
+    paths = [("D1", "a"), ("D1", "b"), ("D2", "c")]
+    cands = candidate_microdata(people, {("district", "area"): paths}, units=[2, 3],
+                                household="hid")
+    assert len(cands) == 9
+    pd.testing.assert_frame_equal(cands[0], people)            # the original first
+    seen = set()
+    for c in cands:
+        for h in (2, 3):
+            geo = set(map(tuple, c.loc[c.hid == h, HIER].to_numpy().tolist()))
+            assert len(geo) == 1 and geo <= set(paths)          # members move together
+        pd.testing.assert_frame_equal(c.drop(columns=HIER), people.drop(columns=HIER))
+        pd.testing.assert_frame_equal(c[c.hid == 1], people[people.hid == 1])
+        seen.add(tuple(map(tuple, c[HIER].to_numpy().tolist())))
+    assert len(seen) == 9
+    per_person = candidate_microdata(people, {"sex": ["F", "M"]}, units=[0, 1])
+    assert len(per_person) == 4
+    assert {tuple(c.sex.iloc[:2]) for c in per_person} == {("F", "F"), ("F", "M"),
+                                                            ("M", "F"), ("M", "M")}
+    with pytest.raises(ValueError, match="more than max_candidates=5"):
+        candidate_microdata(people, {"sex": ["F", "M"]}, max_candidates=5)
+    with pytest.raises(KeyError, match="not in people"):
+        candidate_microdata(people, {"age": [1, 2]})
+    with pytest.raises(KeyError, match=r"units \[9\]"):
+        candidate_microdata(people, {"sex": ["F"]}, units=[9], household="hid")
+    # the exact route over them: the posterior puts its mass on candidates that can give
+    # the publication, and adds up
+    pub, _, settings, _, _ = _case(0)
+    post = exact_intruder_posterior(pub.release, candidate_microdata(
+        pub.people, {"sex": ["F", "M"]}, units=[0]), settings[:2])
+    assert post.candidates.sum() == pytest.approx(1.0) and post.candidates.size == 2

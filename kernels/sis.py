@@ -79,6 +79,70 @@ def _suffix(rr, cj, suf):
 
 
 @njit
+def _suffix_linear(rr, cj, suf, lin, pre, post, scales):
+    """:func:`_suffix` in linear space, O(rows x cj) for wide rows: the count of row i at
+    ``s`` sums row i + 1's counts over the window ``s - rr[i] .. s``, taken as a
+    difference of prefix sums (``pre``), or where that subtracts a sum more than 1,000
+    times the count (fewer than about 12 correct digits) of suffix sums (``post``; the
+    counts are log-concave in ``s``: on the rising side the prefix sums hold little
+    outside the window, on the falling side the suffix sums), or else summed directly, as
+    is every window of at most 32 values.  ``lin``: the counts, each row divided by a
+    scale when its largest count passes 1e200 (``scales``: each row's log scale, so that
+    the count is ``lin[i, s] * exp(scales[i])``).  A possible count that underflows its
+    row's scale makes the column fall back to :func:`_suffix` (``suf`` then holds the log
+    counts).  Returns False when it fell back."""
+    r = rr.shape[0]
+    for s in range(cj + 1):
+        lin[r, s] = 1.0 if s == 0 else 0.0
+    scales[r] = 0.0
+    cap = 0
+    for i in range(r - 1, -1, -1):
+        cap += rr[i]
+        wide = rr[i] >= 32
+        if wide:
+            pre[0] = 0.0
+            for s in range(cj + 1):
+                pre[s + 1] = pre[s] + lin[i + 1, s]
+        have_post = False
+        top = 0.0
+        for s in range(cj + 1):
+            v = 0.0
+            if s <= cap:
+                a = max(0, s - rr[i])
+                direct = not wide
+                if wide:
+                    big = pre[s + 1]
+                    v = big - pre[a]
+                    if v <= 0.0 or big > 1e3 * v:
+                        if not have_post:
+                            post[cj + 1] = 0.0
+                            for t in range(cj, -1, -1):
+                                post[t] = post[t + 1] + lin[i + 1, t]
+                            have_post = True
+                        big = post[a]
+                        v = big - post[s + 1]
+                        direct = v <= 0.0 or big > 1e3 * v
+                if direct:
+                    v = 0.0
+                    for t in range(a, s + 1):
+                        v += lin[i + 1, t]
+                if v <= 0.0:
+                    _suffix(rr, cj, suf)
+                    return False
+            lin[i, s] = v
+            top = max(top, v)
+        scales[i] = scales[i + 1]
+        if top > 1e200:                         # rescale before the floats overflow
+            for s in range(cj + 1):
+                lin[i, s] /= top
+                if s <= cap and lin[i, s] < 1e-290:      # a possible count underflows
+                    _suffix(rr, cj, suf)
+                    return False
+            scales[i] += math.log(top)
+    return True
+
+
+@njit
 def _walk(R, C, u, T, draw, weights, rr, uniform=False):
     """``log q`` of one table: drawn with the uniforms ``u`` (r - 1, m - 1) when ``draw``,
     else the table ``T`` followed (-inf where it leaves the proposal's ranges).
@@ -90,16 +154,42 @@ def _walk(R, C, u, T, draw, weights, rr, uniform=False):
         rr[i] = R[i]
     logq = 0.0
     suf = np.empty((r + 1, (C.max() + 1) if uniform else 1))
+    lin = np.empty((r + 1, (C.max() + 1) if uniform else 1))
+    pre = np.empty((C.max() + 2) if uniform else 1)
+    post = np.empty((C.max() + 2) if uniform else 1)
+    scales = np.empty(r + 1)
     for j in range(m - 1):
         k = m - 1 - j
         cj = C[j]
         cap = 0
         for i in range(r):
             cap += rr[i]
-        if uniform:
-            _suffix(rr, cj, suf)
+        linear = uniform and _suffix_linear(rr, cj, suf, lin, pre, post, scales)
         for i in range(r - 1):
             cap -= rr[i]
+            if linear:          # the counts of the rows below, on one scale: no logs
+                lo = max(0, cj - cap)
+                hi = min(rr[i], cj)
+                z = 0.0
+                for v in range(lo, hi + 1):
+                    z += lin[i + 1, cj - v]
+                if draw:
+                    x = hi
+                    acc = 0.0
+                    target = u[i, j] * z
+                    for v in range(lo, hi + 1):
+                        acc += lin[i + 1, cj - v]
+                        if target < acc:
+                            x = v
+                            break
+                else:
+                    x = T[i, j]
+                    if x < lo or x > hi:
+                        return -np.inf
+                logq += math.log(lin[i + 1, cj - x] / z)
+                rr[i] -= x
+                cj -= x
+                continue
             lo, hi, lz = _cell(rr, i, cj, cap, k, weights, suf, uniform)
             if draw:                               # inverse cdf
                 x = hi

@@ -3,14 +3,17 @@
 The number of nonnegative integer tables with given margins (a margins-only release of
 a 2-D table) is estimated as the mean of ``1 / q(T)`` over tables T drawn from a
 proposal q that reaches every such table (Chen, Diaconis, Holmes & Liu 2005; the
-proposal is :mod:`kernels.sis`'s: column by column, each cell's value weighted by the
-number of ways its row's remainder spreads over the columns left).  The estimate is
+proposals are :mod:`kernels.sis`'s, column by column: by default, ``"columns"``, each
+column uniform among the compositions the remaining row sums allow, counted exactly; or
+``"cells"``, each cell's value weighted by the number of ways its row's remainder spreads
+over the columns left).  The estimate is
 unbiased; its standard error is the weights' sample standard deviation over
 ``sqrt(n)``, and the effective sample size ``(sum w)^2 / sum w^2`` says how many draws
 carry the estimate.
 
 Known failure mode: on margins where the proposal is far from uniform over the tables
-(very unequal margins, e.g. one large row and many small ones) the weights are heavy
+(for ``"cells"``: a permutation matrix's margins; for either: very unequal margins, e.g.
+one large row and many small ones) the weights are heavy
 tailed, the estimate can be far from the truth while its own standard error looks small,
 and the ESS is a small fraction of ``n``.  :class:`CountEstimate` says
 ``reliable = False`` (and a :class:`~riskengine.inference.gibbs.ConvergenceWarning` is
@@ -126,14 +129,14 @@ PROPOSALS = ("cells", "columns")
 
 
 def estimate_count(release, n: int = 10000, rng: np.random.Generator | None = None,
-                   progress=None, proposal: str = "cells") -> CountEstimate:
+                   progress=None, proposal: str = "columns") -> CountEstimate:
     """Estimate the number of original tables consistent with a margins-only release of
     a 2-D table by sequential importance sampling (``n`` draws; ``rng`` default: seeded
     from the release, so the same release gives the same estimate).  ``proposal``:
-    ``"cells"`` (each cell weighted by the ways its row's rest spreads over the later
-    columns) or ``"columns"`` (each column uniform among the compositions the remaining
-    row sums allow, counted exactly; 2.4-8x the ESS on the benchmark's margins and exact
-    on permutation margins, ``benchmarks/RESULTS.md``).
+    ``"columns"`` (each column uniform among the compositions the remaining row sums
+    allow, counted exactly; 2.4-8x the ESS of ``"cells"`` on the benchmark's margins,
+    exact on permutation margins, and faster, ``benchmarks/RESULTS.md``) or ``"cells"``
+    (each cell weighted by the ways its row's rest spreads over the later columns).
 
     Parameters
     ----------
@@ -145,7 +148,7 @@ def estimate_count(release, n: int = 10000, rng: np.random.Generator | None = No
         Source of randomness; default: seeded from the release.
     progress : callable, optional
         Called as ``progress(done, n)`` after each batch of draws.
-    proposal : {"cells", "columns"}, default "cells"
+    proposal : {"columns", "cells"}, default "columns"
         The proposal distribution.
 
     Returns

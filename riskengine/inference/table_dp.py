@@ -295,19 +295,23 @@ def from_entries(ew: EntryWindows) -> Windows:
                    ew.lw[(d1,)], int(glo), np.asarray(glw).reshape(-1))
 
 
-#: wall time per stored DP state (forward pass, checkpoint recomputation, backward pass)
-#: of a DP over two rows, three times more with each further row (each state's gather
-#: walks the prefix of the other rows' sums), measured on margins-only 2 x 2 .. 4 x 4 tables
-#: (benchmarks/large_counts.py, 2-core reference machine, rounded up)
+#: wall time per stored DP state (forward pass, checkpoint recomputation, backward pass),
+#: whatever the number of rows: re-measured 2026-11-27 on margins-only 3 x 5 .. 6 x 6 and
+#: rounded (base 3, 5) 4 x 4 .. 6 x 5 tables of 0.3-6 s (2-core machine), the estimate is
+#: 0.7-2.2x the run; the former factor 3 per row beyond two made it 12x (4 rows) to 250x
+#: (6 rows) the run, so that ``auto`` refused 3-second counts
 SECONDS_PER_STATE = 5e-8
+#: the count's share of :data:`SECONDS_PER_STATE` per limb (its forward pass only): the
+#: same tables' counts then take 0.5-1.2x the estimate
+COUNT_SHARE = 0.2
 #: wall time per column-sum vector of the half-split count
 HALVES_SECONDS_PER_VECTOR = 2e-8
 
 
 def seconds(win: Windows, what: str = "posterior") -> float:
     """Estimated wall time of the DP on ``win`` for ``what`` (``"posterior"``,
-    ``"posterior+count"``, ``"count"``): its stored states times :data:`SECONDS_PER_STATE`,
-    tripled per row beyond two (the count: its limbs instead of the backward pass).
+    ``"posterior+count"``, ``"count"``): its stored states times :data:`SECONDS_PER_STATE`
+    (the count: its limbs, :data:`COUNT_SHARE` each, instead of the backward pass).
 
     Parameters
     ----------
@@ -332,10 +336,9 @@ def seconds(win: Windows, what: str = "posterior") -> float:
     total = float(table_dp.stage_states(args.row_lo_hi, args.lo, args.cind.astype(float),
                                         args.clo, args.kind.astype(float),
                                         args.derived).sum())
-    rows = w.cell_lo.shape[0]
-    per = SECONDS_PER_STATE * 3.0 ** max(rows - 2, 0)
+    per = SECONDS_PER_STATE
     if what == "count":
-        return total * per * 0.5 * _limbs(w, derived)
+        return total * per * COUNT_SHARE * _limbs(w, derived)
     return total * per * (1.5 if what == "posterior+count" else 1.0)
 
 

@@ -20,6 +20,22 @@ Reaching every table is not proven in general: a redraw of every group is an exa
 draw of the whole table whenever its solutions fit the caps (small systems: the chain
 then reaches every table), but on large ones the redraws that fit take a few groups.  The
 caller starts chains from dispersed tables and checks their agreement.
+
+*Box steps.*  Where the cells carry codes on other dims (``bcodes``: in a census unit
+sex, age, race, ...), a step is, with probability ``p_box``, a redraw of a *box*: the
+cells of the ``k`` groups whose code on every such dim is among ``t`` codes drawn at
+random for it (``t`` uniform in ``take_min .. take_max`` for the step; all of a dim's
+codes when it has no more).  In a 2-D table of counts (groups the columns, the box dim
+the rows) a box of ``t = 2`` is the heat-bath step of a basic 2 x 2 move, whose
+solutions are at most one more than the smallest of the four cells' windows; the basic
+moves connect every table with the same margins (Diaconis and Sturmfels 1998).  Two blocks'
+whole cells can have more solutions than the caps allow where a block's types are only
+tied by coarse tables (race published by tract alone: each block's race by age is free
+up to its totals), while the moves that exchange two persons' race and origin between
+two blocks (degree 8: two ages, two races, two origins, two blocks) fit in a box of a
+few dozen cells.  The box, like the groups, is drawn independently of the state, so the
+step is again the exact conditional redraw of a set of cells chosen at random: the target
+law stays invariant.
 """
 
 from __future__ import annotations
@@ -46,7 +62,8 @@ def _pick(G, k, buf):
 
 @njit
 def redraw(x, lb, ub, lw, gptr, gcells, rptr, ridx, tgt, cptr, crow, steps, p_more,
-           max_groups, max_kept, max_nodes, seed, out, every):
+           max_groups, max_kept, max_nodes, seed, out, every, bcodes, bsize, p_box, take_min,
+           take_max):
     """Run ``steps`` block redraws on ``x`` in place (see the module).
 
     Parameters
@@ -75,12 +92,23 @@ def redraw(x, lb, ub, lw, gptr, gcells, rptr, ridx, tgt, cptr, crow, steps, p_mo
     out : (k, n) int64
         ``out[j]`` receives ``x`` after step ``(j + 1) * every - 1`` (``every`` 0: none).
     every : int
+    bcodes : (n, D) int64
+        Each cell's code on the box dims (``0 .. bsize[d] - 1``; ``D`` may be 0).
+    bsize : (D,) int64
+        The number of codes of each box dim.
+    p_box : float
+        Probability that a step redraws a box rather than whole groups (no box dims:
+        every step takes whole groups).
+    take_min, take_max : int
+        Codes a box takes on each dim: one number ``t`` per box step, uniform in
+        ``take_min .. take_max`` (at least 1), each dim taking ``min(t, bsize[d])``.
 
     Returns
     -------
-    (moved, redrawn, skipped) : int64
+    (moved, redrawn, skipped, boxes) : int64
         Steps that changed ``x``; steps whose subsystem was enumerated whole (its
-        solutions drawn from); steps that left ``S`` because a cap was reached.
+        solutions drawn from); steps that left ``S`` because a cap was reached; box
+        steps.
     """
     np.random.seed(seed)
     n = x.size
@@ -93,22 +121,50 @@ def redraw(x, lb, ub, lw, gptr, gcells, rptr, ridx, tgt, cptr, crow, steps, p_mo
     lidx = np.empty(ridx.size, np.int64)
     pick = np.empty(max(G, 2), np.int64)
     kmax = min(max(max_groups, 2), G)
+    D = bsize.size
+    smax = 1
+    for d in range(D):
+        smax = max(smax, bsize[d])
+    cmark = np.zeros((max(D, 1), smax), np.bool_)      # the box's codes on each dim
+    cbuf = np.empty(smax, np.int64)
     moved = 0
     redrawn = 0
     skipped = 0
+    boxes = 0
     kept_i = 0
     if G < 2:
-        return moved, redrawn, skipped
+        return moved, redrawn, skipped, boxes
     for step in range(steps):
         k = 2
         while k < kmax and np.random.random() < p_more:
             k += 1
+        box = D > 0 and np.random.random() < p_box
+        if box:
+            boxes += 1
+            tk = max(take_min, 1)
+            if take_max > tk:
+                tk += np.random.randint(take_max - tk + 1)
+            for d in range(D):
+                t = min(tk, bsize[d])
+                _pick(bsize[d], t, cbuf)
+                for j in range(bsize[d]):
+                    cmark[d, j] = False
+                for j in range(t):
+                    cmark[d, cbuf[j]] = True
         _pick(G, k, pick)
         ns = 0
         for j in range(k):
             g = pick[j]
             for p in range(gptr[g], gptr[g + 1]):
                 c = gcells[p]
+                if box:
+                    inside = True
+                    for d in range(D):
+                        if not cmark[d, bcodes[c, d]]:
+                            inside = False
+                            break
+                    if not inside:
+                        continue
                 Sa[ns] = c
                 pos[c] = ns
                 ns += 1
@@ -182,4 +238,4 @@ def redraw(x, lb, ub, lw, gptr, gcells, rptr, ridx, tgt, cptr, crow, steps, p_mo
         if every > 0 and (step + 1) % every == 0 and kept_i < out.shape[0]:
             out[kept_i] = x
             kept_i += 1
-    return moved, redrawn, skipped
+    return moved, redrawn, skipped, boxes

@@ -62,8 +62,8 @@ __all__ = ["reconstruct"]
 MAX_CANDIDATES = 1_000_000
 #: bumped when a unit's answer to the same inputs changes (a unit file of another version
 #: is computed again, not read back); 2: Monte Carlo units run on in rounds until they
-#: converge or their time runs out
-RESULT_VERSION = 2
+#: converge or their time runs out; 3: box steps besides whole blocks
+RESULT_VERSION = 3
 
 
 @dataclass
@@ -88,6 +88,7 @@ class UnitTask:
     seed: int = 0
     mc_seconds: float = 600.0
     meta: dict = field(default_factory=dict)
+    progress_file: str | None = None  # where a long unit writes its progress (not hashed)
 
     def digest(self) -> str:
         """A hash of everything the answer depends on (a stored result is reused only
@@ -135,7 +136,8 @@ def solve_unit(task: UnitTask) -> dict:
     if task.lw is not None:
         probs, n_cand, why = _posterior(task, b)
         if why.startswith("more than") and task.draws > 0:
-            probs, why, mc = _monte_carlo(task, b, why)
+            from ._units import progress_writer
+            probs, why, mc = _monte_carlo(task, b, why, progress_writer(task.progress_file))
     return {"key": task.key, "digest": task.digest(), "lower": b.lower, "upper": b.upper,
             "certain": b.certain, "exact": b.exact, "decided": b.decided,
             "probs": probs, "n_candidates": int(n_cand), "posterior": why,
@@ -191,10 +193,11 @@ def _shifted_log_weights(lw, off, width) -> tuple:
     return np.where(inside, np.take_along_axis(lw, cols, axis=1), -np.inf), inside
 
 
-def _monte_carlo(task, b, why) -> tuple:
+def _monte_carlo(task, b, why, progress=None) -> tuple:
     """The unit's posterior by the block-redraw chains (:mod:`.inference.sums_gibbs`) on
     its uncertain cells (the certain ones fixed): ``(probs over lo + w, "monte carlo",
-    diagnostics)``, or no posterior and the reason."""
+    diagnostics)``, or no posterior and the reason; ``progress(done, total)`` in sweeps
+    of the chains' rounds."""
     from .inference import sums_gibbs
     n = task.cells.size
     none = _no_monte_carlo()
@@ -221,7 +224,8 @@ def _monte_carlo(task, b, why) -> tuple:
         sd = sums_gibbs.sample(Ru, target, lb[unc], b.upper[unc].astype(np.int64), lw,
                                groups, x0[unc], chains=task.chains, draws=task.draws,
                                seed=task.seed, max_seconds=task.mc_seconds,
-                               until_converged=True)
+                               until_converged=True, box_codes=codes[:, 1:],
+                               progress=progress)
     except sums_gibbs.TooSlow as e:
         return np.zeros((0, 0)), f"{why}; no Monte Carlo: {e} (raise mc_seconds)", none
     full = np.zeros((n, int((task.hi - task.lo).max()) + 1))
@@ -236,7 +240,8 @@ def _monte_carlo(task, b, why) -> tuple:
                           sd.diagnostics["ess_tail"].values)
     summary = (f"{sd.summary}; {unc.size} uncertain cells in {n_groups} groups, "
                f"{sd.moved:.1%} of redraws moved, {sd.skipped:.1%} skipped (a "
-               "cap on the subsystem's solutions)")
+               f"cap on the subsystem's solutions); {sd.boxes:.0%} of the redraws were "
+               "boxes (a few codes of each other dim in a few groups)")
     return full, "monte carlo", {"mc_summary": summary, "mc_converged": int(sd.converged),
                                  "rhat": rhat, "ess": ess}
 
@@ -463,7 +468,8 @@ def reconstruct(release, prior=None, *, unit=None, level=None, bounds="exact",
                 time_limit: float = 60.0, out=None, workers=None, scheduler=None,
                 progress=None, memory=None, truth=None, coverage=None,
                 monte_carlo: bool = True, draws: int = 1000, chains: int = 4,
-                seed: int = 0, mc_seconds: float = 600.0) -> xr.Dataset:
+                seed: int = 0, mc_seconds: float = 600.0,
+                unit_progress=None) -> xr.Dataset:
     """Which persons an intruder rebuilds from a publication, with certainty or with a
     given confidence (see the module).
 
@@ -522,6 +528,10 @@ def reconstruct(release, prior=None, *, unit=None, level=None, bounds="exact",
         reported).
     progress : callable, optional
         ``progress(done, total)`` after each unit.
+    unit_progress : callable, optional
+        ``unit_progress(key, done, total)`` about once a second while a unit's Monte
+        Carlo chains run (sweeps of their current round; the unit's key, e.g. its
+        tract).  Units on the machines of a remote dask cluster do not report it.
     memory : int or str, optional
         The memory budget per unit (default: half the machine's available memory); a unit
         estimated past it is refused before anything runs.
@@ -603,7 +613,7 @@ def reconstruct(release, prior=None, *, unit=None, level=None, bounds="exact",
     tasks, fixed, dropped, meta = _tasks(pub, prior, unit_of, names, bounds, time_limit,
                                          max_candidates, memory, mc)
     results = run_units(tasks, solve_unit, out=out, workers=workers, scheduler=scheduler,
-                        progress=progress)
+                        progress=progress, unit_progress=unit_progress)
     ds = _assemble(pub, prior, tasks, results, fixed, unit_of, names, dropped, threshold,
                    unit is not None)
     if ds.attrs.get("converged") == 0:

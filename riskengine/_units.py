@@ -18,10 +18,18 @@ atomically) the moment it arrives, and ``out/summary.csv`` (one line per finishe
 is rewritten beside it.  A run started again with the same ``out`` reads back every unit
 whose file carries the same task digest (same inputs, same settings) and runs only the
 rest, so a Ctrl-C or a crash loses at most the units in flight.
+
+Progress inside a unit: with ``unit_progress=``, each task is given a file
+(``progress_file``, beside its result, or in a temporary folder without ``out``) where a
+long unit writes ``done total`` now and then (:func:`progress_writer`); a thread of this
+process reads the files of the units in flight about once a second and calls
+``unit_progress(key, done, total)`` when one has moved.  Workers of another machine (a
+remote dask cluster) write to their own disks: their units report only when they finish.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import warnings
@@ -29,7 +37,10 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["run_units"]
+__all__ = ["progress_writer", "run_units"]
+
+#: seconds between a unit's progress writes, and between the watcher's reads
+PROGRESS_EVERY = 1.0
 
 #: what a result holds besides per-cell arrays (kept as netCDF attributes)
 _SCALARS = ("key", "digest", "n_candidates", "posterior", "n_programs", "seconds", "n_cells",
@@ -113,8 +124,84 @@ def _summary(out, tasks, results) -> None:
     atomic_write_text(Path(out) / "summary.csv", "\n".join(lines) + "\n")
 
 
+def progress_writer(path):
+    """``progress(done, total)`` writing ``"done total"`` to ``path`` (atomically, at
+    most once per :data:`PROGRESS_EVERY` seconds, and at the end), or None without a
+    path.  Safe to call from several threads."""
+    if not path:
+        return None
+    import threading
+    import time
+
+    from ._atomic import atomic_write_text
+    lock = threading.Lock()
+    last = [0.0]
+
+    def progress(done, total):
+        now = time.monotonic()
+        with lock:
+            if now - last[0] < PROGRESS_EVERY and done < total:
+                return
+            last[0] = now
+            try:
+                atomic_write_text(path, f"{int(done)} {int(total)}\n")
+            except OSError:                  # progress is never worth failing a unit
+                pass
+    return progress
+
+
+class _Watcher:
+    """Reads the units' progress files in a thread and reports the ones that moved."""
+
+    def __init__(self, tasks, report):
+        import threading
+        self.tasks, self.report = tasks, report
+        self.seen: dict = {}
+        self.finished: set = set()
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True,
+                                       name="riskengine-unit-progress")
+
+    def _loop(self):
+        while not self.stop.wait(PROGRESS_EVERY):
+            self.poll()
+
+    def poll(self):
+        for i, t in enumerate(self.tasks):
+            with self.lock:
+                if i in self.finished:
+                    continue
+                try:
+                    done, total = map(int, Path(t.progress_file).read_text().split())
+                except (OSError, ValueError):
+                    continue
+                if self.seen.get(i) != (done, total):
+                    self.seen[i] = (done, total)
+                    with contextlib.suppress(Exception):   # the units decide, not a report
+                        self.report(t.key, done, total)
+
+    def close(self, i):
+        """Unit ``i`` finished: no more reads; a unit that reported is reported done."""
+        with self.lock:
+            self.finished.add(i)
+            seen = self.seen.get(i)
+            if seen is not None and seen[0] < seen[1]:
+                self.report(self.tasks[i].key, seen[1], seen[1])
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+        for t in self.tasks:
+            Path(t.progress_file).unlink(missing_ok=True)
+
+
 def run_units(tasks, fn, out=None, workers=None, scheduler=None, progress=None,
-              retries: int = 2) -> list:
+              retries: int = 2, unit_progress=None) -> list:
     """``[fn(t) for t in tasks]``, run as the module says.
 
     Parameters
@@ -133,6 +220,9 @@ def run_units(tasks, fn, out=None, workers=None, scheduler=None, progress=None,
         ``progress(done, total)`` after each unit (units read back count at once).
     retries : int
         Retries of a unit that raises on dask.
+    unit_progress : callable, optional
+        ``unit_progress(key, done, total)`` from inside units that report it (the
+        module); each task in flight is copied with its ``progress_file`` set.
 
     Returns
     -------
@@ -155,17 +245,48 @@ def run_units(tasks, fn, out=None, workers=None, scheduler=None, progress=None,
     done = n - len(todo)
     if progress is not None and done:
         progress(done, n)
+    if unit_progress is None or not todo:
+        _run(tasks, fn, todo, workers, scheduler, retries,
+             _finisher(tasks, results, out, progress, n, done))
+        return results
+    import copy
+    import tempfile
+    with contextlib.ExitStack() as stack:
+        where = (Path(out) / "units" if out is not None
+                 else Path(stack.enter_context(tempfile.TemporaryDirectory())))
+        where.mkdir(parents=True, exist_ok=True)
+        tasks = list(tasks)
+        for i in todo:
+            f = where / f"{i:05d}_{_safe(tasks[i].key)}.progress"
+            f.unlink(missing_ok=True)               # left by a run that was stopped
+            tasks[i] = copy.copy(tasks[i])
+            tasks[i].progress_file = str(f)
+        watcher = stack.enter_context(_Watcher([tasks[i] for i in todo], unit_progress))
+        finish = _finisher(tasks, results, out, progress, n, done)
+
+        def finish_watched(i, r):
+            watcher.close(todo.index(i))
+            finish(i, r)
+        _run(tasks, fn, todo, workers, scheduler, retries, finish_watched)
+    return results
+
+
+def _finisher(tasks, results, out, progress, n, done):
+    """``finish(i, result)``: keep it, write it (``out``), report it."""
+    count = [done]
 
     def finish(i, r):
-        nonlocal done
         results[i] = r
-        done += 1
+        count[0] += 1
         if out is not None:
             _write(r, _path(out, i, tasks[i].key))
             _summary(out, tasks, results)
         if progress is not None:
-            progress(done, n)
+            progress(count[0], n)
+    return finish
 
+
+def _run(tasks, fn, todo, workers, scheduler, retries, finish) -> None:
     if scheduler is not None:
         _run_dask(tasks, fn, todo, scheduler, retries, finish)
     elif workers is not None and workers > 1 and len(todo) > 1:
@@ -173,7 +294,6 @@ def run_units(tasks, fn, out=None, workers=None, scheduler=None, progress=None,
     else:
         for i in todo:
             finish(i, fn(tasks[i]))
-    return results
 
 
 def _run_pool(tasks, fn, todo, workers, finish) -> None:

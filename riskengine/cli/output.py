@@ -17,15 +17,32 @@ class Progress:
         self.stream = stream or sys.stderr
         self.t0 = time.monotonic()
         self.shown = False
+        self.last = (0, 0)
+        self.details: dict = {}
+        self.width = 0
 
     def __call__(self, done: int, total: int):
+        self.last = (done, total)
         el = time.monotonic() - self.t0
         if el < self.after and done < total:
             return
         if el >= self.after:
             self.shown = True
-            self.stream.write(f"\r{self.label}: {done}/{total} ({el:.1f} s)")
+            line = f"{self.label}: {done}/{total} ({el:.1f} s)"
+            if self.details:
+                line += "; " + ", ".join(f"{k} {v}" for k, v in self.details.items())
+            self.stream.write("\r" + line.ljust(self.width))
+            self.width = len(line)
             self.stream.flush()
+
+    def detail(self, key, done: int, total: int, what: str = "sweeps"):
+        """Show the progress of one part in flight (``key done/total what``) after the
+        count, until the part is done."""
+        if done >= total:
+            self.details.pop(key, None)
+        else:
+            self.details[key] = f"{done}/{total} {what}"
+        self(*self.last)
 
     def close(self):
         if self.shown:

@@ -38,7 +38,7 @@ def cmd_reconstruct(args) -> int:
           f"{', '.join(pub.system.table_names)}")
     prog = Progress("reconstruct (units)")
     try:
-        ds = reconstruct(pub, out=out, progress=prog, **kw)
+        ds = reconstruct(pub, out=out, progress=prog, unit_progress=prog.detail, **kw)
     finally:
         prog.close()
     ds.attrs["config"] = str(args.config or "bundled reconstruct_example.toml")

@@ -287,9 +287,12 @@ class SumsGibbs(BlockGibbs):
     the block-redraw chains of :mod:`.sums_gibbs` over the unknown finest cells (the
     cells of a few groups redrawn at a time from their exact conditional law; groups: the
     codes of the dim with the most codes among the unknowns, crossed with the next until
-    there are at least 3).  That the redraws reach every candidate is not proven for
-    these structures (a redraw of every group is an exact draw where its solutions fit
-    the caps, so small releases are covered): the result says so, and R-hat / ESS over
+    there are at least 3; and boxes: the cells of a few groups with two or three codes of
+    every other dim, which in a 2-D table are the basic 2 x 2 moves).  That the redraws
+    reach every candidate is not proven for these structures in general (the basic moves
+    connect the tables of a 2-D table whose every interior cell is hidden, Diaconis and
+    Sturmfels 1998; a redraw of every group is an exact draw where its solutions fit the
+    caps, so small releases are covered): the result says so, and R-hat / ESS over
     chains from dispersed starts (random-objective integer programs) are the check.  The
     chains run on in rounds of ``draws`` draws at doubled thinning until R-hat <= 1.01 and
     ESS >= 400 or the next round would pass the time budget (``time=`` of
@@ -312,13 +315,18 @@ class SumsGibbs(BlockGibbs):
 
     @staticmethod
     def _groups(release, p):
-        s = release.system
-        idx = np.unravel_index(p.unknown, tuple(s.shape))
+        from .sums_gibbs import groups_of
+        return groups_of(SumsGibbs._codes(release, p))
+
+    @staticmethod
+    def _codes(release, p):
+        """(unknowns, dims) each unknown cell's code index on every dim, the dim with
+        the most codes first (the groups; the others are the boxes' dims)."""
+        idx = np.unravel_index(p.unknown, tuple(release.system.shape))
         n_codes = [np.unique(i).size for i in idx]
         order = sorted(range(len(idx)), key=lambda j: -n_codes[j])
-        from .sums_gibbs import groups_of
-        return groups_of(np.stack([idx[j] for j in order], axis=1)
-                         if idx else np.zeros((p.unknown.size, 1), np.int64))
+        return (np.stack([idx[j] for j in order], axis=1) if idx
+                else np.zeros((p.unknown.size, 1), np.int64))
 
     def estimate(self, plan, what="posterior"):
         p = SumEnumerate._problem(plan)
@@ -347,7 +355,8 @@ class SumsGibbs(BlockGibbs):
         rng = self._rng(release, plan.prior)
         args = (p.rows, p.target, p.lo, p.lo + p.W - 1, ulw, groups, None)
         kw = {"chains": self.chains, "draws": self.draws, "warmup": self.warmup,
-              "workers": self.workers, "progress": plan.progress}
+              "workers": self.workers, "progress": plan.progress,
+              "box_codes": self._codes(release, p)[:, 1:]}
         from .resolve import TIME_BUDGET
         budget = plan.seconds if plan.seconds is not None else TIME_BUDGET
         try:       # rounds of doubled thinning until converged, within the time budget
@@ -366,7 +375,8 @@ class SumsGibbs(BlockGibbs):
         part = SumEnumerate._cells_part(release, p, flat, np.zeros(len(flat)),
                                         "from the Monte Carlo draws")
         notes = {"moves": (f"block redraws of a few of {int(groups.max()) + 1} groups "
-                           f"({sd.moved:.1%} of redraws moved, {sd.skipped:.1%} skipped "
+                           f"and boxes within them ({sd.boxes:.0%} of redraws; "
+                           f"{sd.moved:.1%} of redraws moved, {sd.skipped:.1%} skipped "
                            "at a cap); not proven to reach every candidate"),
                  "rounds": (f"{sd.rounds} round{'s' if sd.rounds > 1 else ''} in "
                             f"{sd.seconds:.0f} s, the last keeping a draw every {sd.thin} "

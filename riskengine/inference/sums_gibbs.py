@@ -10,7 +10,16 @@ The chains (:func:`kernels.sum_redraw.redraw`) redraw the cells of a few groups 
 (the blocks of a tract; two, three with probability 1/2, four with 1/4, ...) from their
 exact conditional law given the rest; a redraw whose subsystem has too many solutions is
 skipped, which leaves the law invariant.  On a small system a redraw of every group is
-an exact draw of the whole table.
+an exact draw of the whole table.  Given the cells' codes on the other dims
+(``box_codes``), steps also redraw *boxes*: the cells of a few groups with, on each other
+dim, two or three codes drawn at random (three ages, three races, both sexes, ... of
+two blocks; in a 2-D table, two rows of two columns: the basic moves).  Where a block's cells are tied only by coarse tables (race published by
+tract alone) two whole blocks have more solutions than a redraw may list and most group
+steps are skipped, while boxes hold the moves that exchange persons' types between
+blocks; on the `basic` census tracts they took the share of cells with R-hat <= 1.1
+from 9 % to 98-100 % in 200 sweeps.  Before the chains start, a few steps of each kind
+are timed on the start table: where most group steps are skipped, every step is a box
+step; otherwise half are.
 Single-cell or line moves barely move on such tables: most cells hold 0 or 1, and every
 short integer direction of the sums' null space meets a 0 it would make negative.  The
 chains start from dispersed consistent tables (integer programs with random objectives,
@@ -39,6 +48,14 @@ MAX_NODES = 20000
 #: probability that a step takes one more group, after the first two (repeated: three
 #: groups with probability 1/2, four with 1/4, ...)
 P_MORE = 0.5
+#: codes a box step takes on each other dim (all of a dim with no more): uniform in this
+#: range per step (2: the basic moves of a 2-D table; 3: larger boxes that move census
+#: blocks' persons faster per sweep)
+BOX_TAKE = (2, 3)
+#: the share of steps that redraw boxes when whole groups mostly fit the caps, and the
+#: share of skipped group steps (timed on the start) past which every step is a box
+BOX_SHARE = 0.5
+BOX_ONLY_PAST = 0.5
 
 
 def groups_of(codes) -> np.ndarray:
@@ -58,6 +75,26 @@ def groups_of(codes) -> np.ndarray:
     return np.unique(key, return_inverse=True)[1].astype(np.int64)
 
 
+def _box_dims(box_codes, n) -> tuple:
+    """``(codes (n, D) int64 from 0, sizes (D,))``: each column's distinct values
+    numbered in order; dims with one code dropped (a box would take all of it)."""
+    if box_codes is None:
+        return np.zeros((n, 0), np.int64), np.zeros(0, np.int64)
+    c = np.asarray(box_codes)
+    if c.ndim != 2 or c.shape[0] != n:
+        raise ValueError(f"box_codes must be (cells, dims) with one row per cell ({n}), "
+                         f"got shape {c.shape}")
+    cols, sizes = [], []
+    for d in range(c.shape[1]):
+        u, inv = np.unique(c[:, d], return_inverse=True)
+        if u.size > 1:
+            cols.append(inv.astype(np.int64))
+            sizes.append(u.size)
+    if not cols:
+        return np.zeros((n, 0), np.int64), np.zeros(0, np.int64)
+    return np.ascontiguousarray(np.stack(cols, axis=1)), np.asarray(sizes, np.int64)
+
+
 class TooSlow(ValueError):
     """The chains are estimated to take longer than allowed (the message says how long)."""
 
@@ -72,7 +109,8 @@ class SumsDraws:
     ``redrawn``, ``skipped``: shares of the steps that changed the table, whose
     subsystem was drawn from, that a cap left as they were; ``summary``: one line;
     ``rounds``, ``thin``: the rounds run and the last one's sweeps per kept draw
-    (``until_converged``); ``seconds``: the chains' wall time.
+    (``until_converged``); ``seconds``: the chains' wall time; ``boxes``: the share of
+    steps that redrew boxes; ``sweep``: steps per sweep.
     """
 
     draws: np.ndarray
@@ -87,12 +125,15 @@ class SumsDraws:
     rounds: int = 1
     thin: int = 1
     seconds: float = 0.0
+    boxes: float = 0.0
+    sweep: int = 0
 
 
 def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: int = 1000,
            warmup: int | None = None, thin: int = 1, seed=0, workers=None, progress=None,
            max_seconds: float | None = None, until_converged: bool = False,
-           max_groups: int | None = None) -> SumsDraws:
+           max_groups: int | None = None, box_codes=None,
+           box_share: float | None = None) -> SumsDraws:
     """Draws of ``x`` with ``R x = target``, ``lb <= x <= ub``, weight ``exp(sum lw)``.
 
     Parameters
@@ -131,6 +172,14 @@ def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: in
         ``thin`` and ``seconds`` on the result say what was run).
     max_groups : int, optional
         The most groups one redraw takes (default: every group).
+    box_codes : (n, D) int, optional
+        Each cell's codes on the dims other than its group's (any integers; each
+        column's distinct values are that dim's codes): steps then also redraw boxes
+        (the module).  A sweep is then as many steps as redraw about as many cells as
+        one redraw of each group.
+    box_share : float, optional
+        The share of steps that redraw boxes (default: chosen on the start table, the
+        module).
 
     Returns
     -------
@@ -168,6 +217,9 @@ def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: in
     G = int(gi.max()) + 1 if n else 0
     if G < 2:
         raise ValueError("the block redraws need at least 2 groups of cells")
+    bcodes, bsize = _box_dims(box_codes, n)
+    if box_share is not None and not 0.0 <= float(box_share) <= 1.0:
+        raise ValueError(f"box_share must be in [0, 1], got {box_share}")
     rng = np.random.default_rng(seed)
     gcells = np.argsort(gi, kind="stable").astype(np.int64)
     gptr = np.concatenate([[0], np.cumsum(np.bincount(gi, minlength=G))]).astype(np.int64)
@@ -197,20 +249,39 @@ def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: in
     total = chains * (warmup + draws * thin)
     import os
     import time
-    xc = starts[0].copy()
     idle1 = np.zeros((1, n), np.int64)
-    sum_redraw.redraw(xc, lb, ub, lw, gptr, gcells, rptr, ridx, target, cptr, crow, 0,
-                      P_MORE, max_groups, MAX_KEPT, MAX_NODES, 1, idle1, 0)   # compiled/loaded
-    t0 = time.perf_counter()
-    sum_redraw.redraw(xc, lb, ub, lw, gptr, gcells, rptr, ridx, target, cptr, crow,
-                      CALIBRATION_STEPS, P_MORE, max_groups, MAX_KEPT, MAX_NODES, 1,
-                      idle1, 0)
-    per_step = (time.perf_counter() - t0) / CALIBRATION_STEPS
+
+    def steps(x, k, p_box, seed_, out=idle1, every=0):
+        return sum_redraw.redraw(x, lb, ub, lw, gptr, gcells, rptr, ridx, target, cptr,
+                                 crow, k, P_MORE, max_groups, MAX_KEPT, MAX_NODES, seed_,
+                                 out, every, bcodes, bsize, p_box, *BOX_TAKE)
+
+    steps(starts[0].copy(), 0, 0.0, 1)                 # compiled / loaded
+
+    def timed(p_box):
+        # a few steps of one kind on the start table: seconds per step, share skipped
+        t0 = time.perf_counter()
+        st = steps(starts[0].copy(), CALIBRATION_STEPS, p_box, 1)
+        return (time.perf_counter() - t0) / CALIBRATION_STEPS, st[2] / CALIBRATION_STEPS
+
+    t_group, skip_group = timed(0.0)
+    t_box = 0.0
+    if bsize.size:
+        t_box, _ = timed(1.0)
+        if box_share is None:
+            box_share = 1.0 if skip_group > BOX_ONLY_PAST else BOX_SHARE
+    p_box = float(box_share) if bsize.size and box_share is not None else 0.0
+    # a sweep: as many steps as redraw about as many cells as one redraw of each group
+    takes = np.arange(BOX_TAKE[0], BOX_TAKE[1] + 1)[:, None]
+    per_box = (1.0 / float(np.mean(np.prod(np.minimum(takes, bsize) / bsize, axis=1)))
+               if bsize.size else 1.0)
+    sweep = max(1, round(G * ((1.0 - p_box) + p_box * per_box)))
+    per_step = (1.0 - p_box) * t_group + p_box * t_box
     par = max(1, min(chains, int(workers) if workers else (os.cpu_count() or 1)))
-    estimate = per_step * total * G / par
+    estimate = per_step * total * sweep / par
     if max_seconds is not None and estimate > max_seconds:
         raise TooSlow(f"the chains would take about {estimate:.0f} s ({chains} x "
-                      f"{warmup + draws * thin} sweeps of {G} redraws, "
+                      f"{warmup + draws * thin} sweeps of {sweep} redraws, "
                       f"{1e3 * per_step:.2g} ms each, {par} at a time), more than the "
                       f"{max_seconds:g} s allowed")
 
@@ -227,23 +298,19 @@ def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: in
             x = xs[ch].copy()
             out = np.zeros((draws, n), np.int64)
             idle = np.zeros((1, n), np.int64)
-            stats = np.zeros(3, np.int64)
+            stats = np.zeros(4, np.int64)
             for at, m, keep in _chains.schedule(warm, draws, CHUNK_SWEEPS):
                 if keep:
                     mm = m
                     while mm > 0:            # chunks of at most CHUNK_SWEEPS sweeps
                         q = max(1, min(mm, CHUNK_SWEEPS // th))
-                        s = sum_redraw.redraw(
-                            x, lb, ub, lw, gptr, gcells, rptr, ridx, target, cptr, crow,
-                            q * th * G, P_MORE, max_groups, MAX_KEPT, MAX_NODES,
-                            call_seed(ch), out[at + m - mm:at + m - mm + q], th * G)
+                        s = steps(x, q * th * sweep, p_box, call_seed(ch),
+                                  out[at + m - mm:at + m - mm + q], th * sweep)
                         stats += np.asarray(s, np.int64)
                         tick(q * th)
                         mm -= q
                 else:
-                    sum_redraw.redraw(x, lb, ub, lw, gptr, gcells, rptr, ridx, target, cptr,
-                                      crow, m * G, P_MORE, max_groups, MAX_KEPT,
-                                      MAX_NODES, call_seed(ch), idle, 0)
+                    steps(x, m * sweep, p_box, call_seed(ch), idle, 0)
                     tick(m)
             if not np.array_equal(R @ x, target):
                 raise RuntimeError(f"internal error: sums chain {ch} lost its sums")
@@ -280,7 +347,7 @@ def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: in
         if converged or not until_converged or elapsed + nxt > max_seconds:
             break
         warm, th = 0, 2 * th
-    steps = float(chains * draws * th * G)
+    n_steps = float(chains * draws * th * sweep)
     a = diag.attrs
     how = (f"{chains} chains x {draws} draws" + (f" (every {th} sweeps)" if th > 1 else "")
            + (f" in the last of {rnd} rounds ({elapsed:.0f} s)" if rnd > 1 else ""))
@@ -289,6 +356,6 @@ def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: in
                + ("" if converged else " (not converged by the usual rules: R-hat <= "
                   f"{gibbs.RHAT_MAX}, ESS >= {gibbs.ESS_MIN})"))
     return SumsDraws(draws=arr, lo=lo, probs=probs, diagnostics=diag, converged=converged,
-                     moved=stats[0] / steps, redrawn=stats[1] / steps,
-                     skipped=stats[2] / steps, summary=summary, rounds=rnd, thin=th,
-                     seconds=elapsed)
+                     moved=stats[0] / n_steps, redrawn=stats[1] / n_steps,
+                     skipped=stats[2] / n_steps, summary=summary, rounds=rnd, thin=th,
+                     seconds=elapsed, boxes=stats[3] / n_steps, sweep=sweep)

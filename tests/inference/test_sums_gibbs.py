@@ -150,7 +150,110 @@ def test_bad_inputs_are_refused_by_name():
         sums_gibbs.sample(R, target, lb, ub, lw, groups, thin=0)
     with pytest.raises(ValueError, match="until_converged needs max_seconds"):
         sums_gibbs.sample(R, target, lb, ub, lw, groups, until_converged=True)
+    with pytest.raises(ValueError, match="box_codes must be"):
+        sums_gibbs.sample(R, target, lb, ub, lw, groups, box_codes=np.zeros(len(x)))
+    with pytest.raises(ValueError, match=r"box_share must be in \[0, 1\]"):
+        sums_gibbs.sample(R, target, lb, ub, lw, groups, box_codes=np.zeros((len(x), 1)),
+                          box_share=1.5)
     bad = x.copy()
     bad[0] += 1
     with pytest.raises(ValueError, match="x0 is not a consistent table"):
         sums_gibbs.sample(R, target, lb, ub, lw, groups, bad)
+
+
+def _boxed(seed, G, A, B, vmax, ub_max=None):
+    """Groups x types, a type being (a, b) of A x B codes (census-like: a block's cells
+    by age and race).  Rows per group and ``a`` (the sum over ``b``), one random coarse
+    row per group (a random set of its types), and per type the sum over the groups (the
+    tract table).  A random table 0..vmax gives the sums.  Returns the system, the
+    groups and the types' codes (the box dims)."""
+    rng = np.random.default_rng(seed)
+    T = A * B
+    n = G * T
+    rows = []
+    for g in range(G):
+        for a in range(A):
+            rows.append([g * T + a * B + b for b in range(B)])
+        sub = rng.choice(T, size=int(rng.integers(2, T)), replace=False)
+        rows.append(sorted(g * T + int(t) for t in sub))
+    for t in range(T):
+        rows.append([g * T + t for g in range(G)])
+    R = sp.csr_matrix((np.ones(sum(map(len, rows))),
+                       (np.repeat(np.arange(len(rows)), [len(r) for r in rows]),
+                        np.concatenate(rows))), shape=(len(rows), n))
+    x = rng.integers(0, vmax + 1, size=n)
+    target = (R @ x).astype(np.int64)
+    ub = np.array([min(target[R[:, i].nonzero()[0]]) for i in range(n)], np.int64)
+    if ub_max is not None:
+        ub = np.minimum(ub, ub_max)
+    lb = np.zeros(n, np.int64)
+    W = int(ub.max()) + 1
+    lw = rng.normal(size=(n, W)) if seed % 2 else np.zeros((n, W))
+    lw = np.where(np.arange(W)[None, :] <= ub[:, None], lw, -np.inf)
+    t = np.arange(n) % T
+    codes = np.stack([t // B, t % B], axis=1)
+    return R, target, lb, ub, lw, np.arange(n) // T, x, codes
+
+
+def _close_to(sd, X, w, n):
+    flat = sd.draws.reshape(-1, n)
+    mcse = sd.diagnostics["mcse_mean"].values
+    return np.abs(flat.mean(axis=0) - w @ X) <= 5 * mcse + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_box_steps_alone_follow_the_exact_posterior(seed):
+    # two groups of 4 x 2 types, cells 0..1: a box takes 3 of the 4 ages, both codes of
+    # the other dim; every step a box (box_share=1).  Against every assignment.
+    R, target, lb, ub, lw, groups, x, codes = _boxed(seed, 2, 4, 2, 1, ub_max=1)
+    X, w = _exact(R, target, lb, ub, lw)
+    sd = sums_gibbs.sample(R, target, lb, ub, lw, groups, x, chains=4, draws=1500,
+                           seed=seed, box_codes=codes, box_share=1.0)
+    n = R.shape[1]
+    flat = sd.draws.reshape(-1, n)
+    assert sd.boxes == 1.0
+    assert (R @ flat.T == target[:, None]).all()
+    assert {tuple(v) for v in flat} <= {tuple(v) for v in X}
+    assert sd.converged, sd.summary
+    assert _close_to(sd, X, w, n).all()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mixed_steps_on_larger_systems_match_the_exact_enumeration(seed):
+    # 4 groups of 5 x 2 types (40 cells, 0..2): against the exact enumeration of the
+    # sums route (kernels.sum_enum, itself checked against brute force), half the steps
+    # boxes
+    from kernels.sum_enum import enumerate_sums, suggest_order
+    R, target, lb, ub, lw, groups, x, codes = _boxed(100 + seed, 4, 5, 2, 2)
+    n = R.shape[1]
+    ip, ix = R.indptr.astype(np.int64), R.indices.astype(np.int64)
+    out = enumerate_sums(lb, ub - lb + 1, lw, ip, ix, target, suggest_order(ip, ix, n),
+                         keep=0, max_leaves=10**7, max_nodes=10**9)
+    assert out[4]                                  # complete
+    probs = out[6]
+    mean = probs @ np.arange(probs.shape[1])
+    sd = sums_gibbs.sample(R, target, lb, ub, lw, groups, x, chains=4, draws=1500,
+                           seed=seed, box_codes=codes, box_share=0.5)
+    assert 0.4 < sd.boxes < 0.6
+    flat = sd.draws.reshape(-1, n)
+    assert (R @ flat.T == target[:, None]).all()
+    assert sd.converged, sd.summary
+    mcse = sd.diagnostics["mcse_mean"].values
+    assert (np.abs(flat.mean(axis=0) - mean) <= 5 * mcse + 1e-9).all()
+
+
+def test_box_share_follows_the_skipped_group_steps(monkeypatch):
+    # whole groups past the caps (a cap of 2 solutions): every step a box; within the
+    # caps: half; no box dims: none
+    R, target, lb, ub, lw, groups, x, codes = _boxed(3, 4, 5, 2, 2)
+    kw = {"chains": 2, "draws": 20, "seed": 1}
+    assert sums_gibbs.sample(R, target, lb, ub, lw, groups, x, **kw).boxes == 0.0
+    half = sums_gibbs.sample(R, target, lb, ub, lw, groups, x, box_codes=codes, **kw)
+    assert 0.3 < half.boxes < 0.7
+    monkeypatch.setattr(sums_gibbs, "MAX_KEPT", 2)
+    only = sums_gibbs.sample(R, target, lb, ub, lw, groups, x, box_codes=codes, **kw)
+    assert only.boxes == 1.0
+    # a sweep redraws about as many cells as one redraw of each group: 4 groups, boxes of
+    # 2 or 3 of 5 ages (half the steps each) and both codes of the other dim: a box
+    # holds half a group's cells on average
+    assert only.sweep == 4 * 2

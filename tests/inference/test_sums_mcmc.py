@@ -114,3 +114,28 @@ def test_rounds_run_on_until_converged_on_an_agency_pattern():
         for k in np.flatnonzero(P[j] > 0):
             pmf[(j, int(vals[k]))] = float(P[j, k])
     _agree(mc, pmf, rel.system.n_interior)
+
+
+def test_a_dense_table_mixes_by_its_basic_moves(monkeypatch):
+    # every interior cell of a 3 x 3 table of counts near 12 hidden, the margins
+    # published: with the redraws' cap lowered to 100 solutions, a redraw of two whole
+    # columns (3 x 2 cells, up to ~200 solutions) is skipped, and so is most of a box of
+    # 3 rows; boxes of 2 rows x 2 columns (the basic moves, at most ~25 solutions) carry
+    # the chains, and every step is a box (benchmarks/sums_mcmc.py --dense: 3 x 4 tables
+    # near 40 at the real cap)
+    from riskengine.inference import sums_gibbs
+    x = np.random.default_rng(3).poisson(12, size=(3, 3))
+    ts = rk.TableSet(rk.Table(x, dims=("r", "c")))
+    v = ts.values.copy()
+    v[: ts.system.n_interior] = np.nan
+    rel = rk.TableSetRelease(ts, v, rk.CellSuppression())
+    ex = rk.posterior(rel, rk.priors.Uniform(), route="sums")
+    monkeypatch.setattr(sums_gibbs, "MAX_KEPT", 100)
+    mc = rk.posterior(rel, rk.priors.Uniform(), route="gibbs")
+    a = mc.attrs
+    assert a["converged"] == 1, a["diagnostics"]
+    assert "boxes within them (100% of redraws" in a["moves"]
+    vals = ex.pmf["value"].values
+    P = ex.pmf.values.reshape(9, -1)
+    pmf = {(j, int(vals[k])): float(P[j, k]) for j in range(9) for k in np.flatnonzero(P[j])}
+    _agree(mc, pmf, 9)

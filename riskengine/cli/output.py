@@ -28,7 +28,8 @@ class Progress:
             return
         if el >= self.after:
             self.shown = True
-            line = f"{self.label}: {done}/{total} ({el:.1f} s)"
+            count = f"{done}/{total}" if total else "started"    # total not known yet
+            line = f"{self.label}: {count} ({el:.1f} s)"
             if self.details:
                 line += "; " + ", ".join(f"{k} {v}" for k, v in self.details.items())
             self.stream.write("\r" + line.ljust(self.width))

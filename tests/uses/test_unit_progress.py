@@ -70,6 +70,10 @@ def test_progress_files_sit_beside_the_results_and_are_removed(tmp_path):
 def test_the_cli_line_shows_the_units_in_flight():
     out = io.StringIO()
     p = Progress("reconstruct (units)", after=0.0, stream=out)
+    p.detail("C1T01", 20, 5000)            # before any unit has finished
+    assert out.getvalue().endswith("reconstruct (units): started (0.0 s); C1T01 20/5000 "
+                                   "sweeps")
+    p.detail("C1T01", 5000, 5000)
     p(1, 20)
     p.detail("C1T06", 300, 5000)
     assert out.getvalue().rstrip().endswith("reconstruct (units): 1/20 (0.0 s); "

@@ -187,7 +187,8 @@ class _Watcher:
             self.finished.add(i)
             seen = self.seen.get(i)
             if seen is not None and seen[0] < seen[1]:
-                self.report(self.tasks[i].key, seen[1], seen[1])
+                with contextlib.suppress(Exception):
+                    self.report(self.tasks[i].key, seen[1], seen[1])
 
     def __enter__(self):
         self.thread.start()

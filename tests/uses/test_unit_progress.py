@@ -80,3 +80,13 @@ def test_the_cli_line_shows_the_units_in_flight():
                                             "C1T06 300/5000 sweeps")
     p.detail("C1T06", 5000, 5000)          # done: dropped from the line
     assert out.getvalue().split("\r")[-1].rstrip().endswith("1/20 (0.0 s)")
+
+
+def test_a_failing_progress_callback_does_not_fail_the_units():
+    calls = []
+
+    def broken(key, done, total):
+        calls.append(done)
+        raise RuntimeError("a display that broke")
+    res = run_units([_Task("u1", 4)], _slow, unit_progress=broken)
+    assert [r["key"] for r in res] == ["u1"] and calls

@@ -316,6 +316,18 @@ def _move_line(x, clo, cw, idx, dv, n, p):
 
 
 @njit
+def cycle_sweep(x, clo, cw, cptr, cidx, cdv):
+    """One pass, in a random order, of the moves ``cidx[cptr[k]:cptr[k + 1]]`` with
+    coefficients ``cdv`` (the fundamental cycles of the free cells, which keep every
+    total), each redrawn exactly along its line (:func:`_move_line`)."""
+    p = np.empty(64)
+    for k in np.random.permutation(cptr.shape[0] - 1):
+        a = cptr[k]
+        b = cptr[k + 1]
+        _move_line(x, clo, cw, cidx[a:b], cdv[a:b], b - a, p)
+
+
+@njit
 def _cycle_length(mmax):
     """3 plus a geometric number (1/2) of extra steps, at most ``mmax``: every length has
     positive probability, short cycles (which move most often) are the most frequent."""

@@ -23,10 +23,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import prange
 
 from ._jit import njit
 
-__all__ = ["log_proposal", "sample"]
+__all__ = ["log_proposal", "sample", "sample_weighted", "weighted_proposal"]
 
 
 @njit
@@ -240,3 +241,314 @@ def log_proposal(R, C, T, uniform=False):
     weights = np.empty(R.max() + 1)
     rr = np.empty(r, np.int64)
     return _walk(R, C, np.zeros((0, 0)), T, False, weights, rr, uniform)
+
+
+# --- weighted tables: the proposal of the importance-sampling posterior --------------------
+# A 2-D table with exact row sums R and column sums C and a log-weight per cell value
+# (prior x likelihood: the cell's window ``clo[i, j] + 0 .. W - 1`` in ``clw``, -inf
+# impossible) is drawn column by column; column j, given the row sums left ``rr``, from the
+# exact law of its cells among the compositions of C[j] with cell i in ``a_i .. b_i`` (its
+# window, cut to what row i's later cells can still complete: ``rr_i - rmax[i, j] .. rr_i -
+# rmin[i, j]``), each value weighted by the cell's weight and, where the weights are not
+# flat (``ahead``), by the row's look-ahead ``look[i, j, rr_i - x]``: the total weight of
+# the ways row i's later cells hold what is left (the column sums ignored).  Flat weights
+# (a uniform prior) go without it: each column then uniform among its compositions, the
+# better proposal there (Chen et al. 2005).  The importance weight of a table is its
+# weight over its proposal probability: the product over columns of the normaliser over
+# the look-ahead of the drawn values, and the last column's cell weights; a walk whose
+# column has no composition weighs 0 (the proposal reaches every table of positive
+# weight).
+
+
+@njit
+def lookahead(R, clo, clw):
+    """``look[i, j, t]``: log of the total weight of the ways cells (i, j + 1 ..) hold
+    ``t`` (t = 0 .. max R; -inf: none; the last column's: 0 at t = 0)."""
+    r, m, W = clw.shape
+    L = 0
+    for i in range(r):
+        L = max(L, R[i])
+    look = np.full((r, m, L + 1), -np.inf)
+    for i in range(r):
+        look[i, m - 1, 0] = 0.0
+        for j in range(m - 2, -1, -1):
+            base = clo[i, j + 1]
+            for t in range(R[i] + 1):
+                top = -np.inf
+                for k in range(W):
+                    x = base + k
+                    if x > t:
+                        break
+                    top = max(top, clw[i, j + 1, k] + look[i, j + 1, t - x])
+                if top == -np.inf:
+                    continue
+                acc = 0.0
+                for k in range(W):
+                    x = base + k
+                    if x > t:
+                        break
+                    acc += math.exp(clw[i, j + 1, k] + look[i, j + 1, t - x] - top)
+                look[i, j, t] = top + math.log(acc)
+    return look
+
+
+@njit
+def _window_sum(row, lo, hi, pre, post):
+    """``row[lo] + ... + row[hi]`` from the prefix sums ``pre`` (``pre[k]``: the first k
+    values) or the suffix sums ``post``, whichever subtracts a sum at most 1,000 times the
+    result (at least 13 correct digits), else summed directly."""
+    big = pre[hi + 1]
+    v = big - pre[lo]
+    if v > 0.0 and big <= 1e3 * v:
+        return v
+    big = post[lo]
+    v = big - post[hi + 1]
+    if v > 0.0 and big <= 1e3 * v:
+        return v
+    v = 0.0
+    for t in range(lo, hi + 1):
+        v += row[t]
+    return v
+
+
+@njit
+def _col_linear(cj, a, b, wt, sc, lin, scl, caplo, caphi, flat, pre, post):
+    """The column's suffix sums in linear space: ``lin[i, s] * exp(scl[i])`` the weight of
+    the compositions of ``s`` into rows i.. (each row's values normalised by its largest;
+    value x of row i weighs ``wt[i, x - a[i]] * exp(sc[i])``); ``caplo[i] .. caphi[i]``
+    the sums rows i.. can reach.  ``flat``: every value weighs 1, so each sum is a window
+    of the row below (prefix sums, O(1) a value).  False where a reachable sum underflowed
+    (the caller redoes the column in log space)."""
+    r = a.shape[0]
+    caplo[r] = 0
+    caphi[r] = 0
+    for s in range(cj + 1):
+        lin[r, s] = 0.0
+    lin[r, 0] = 1.0
+    scl[r] = 0.0
+    for i in range(r - 1, -1, -1):
+        caplo[i] = caplo[i + 1] + a[i]
+        caphi[i] = min(caphi[i + 1] + b[i], cj)
+        if flat:
+            pre[0] = 0.0
+            for t in range(cj + 1):
+                pre[t + 1] = pre[t] + lin[i + 1, t]
+            post[cj + 1] = 0.0
+            for t in range(cj, -1, -1):
+                post[t] = post[t + 1] + lin[i + 1, t]
+        top = 0.0
+        for s in range(cj + 1):
+            v = 0.0
+            if caplo[i] <= s <= caphi[i]:
+                x0 = max(a[i], s - caphi[i + 1])
+                x1 = min(b[i], s - caplo[i + 1])
+                if flat:
+                    v = _window_sum(lin[i + 1], s - x1, s - x0, pre, post)
+                else:
+                    for x in range(x0, x1 + 1):
+                        v += wt[i, x - a[i]] * lin[i + 1, s - x]
+                if v <= 0.0:
+                    return False
+            lin[i, s] = v
+            top = max(top, v)
+        for s in range(cj + 1):
+            lin[i, s] /= top
+        scl[i] = scl[i + 1] + math.log(top) + sc[i]
+    return True
+
+
+@njit
+def _col_log(cj, a, b, lwt, lsuf, caplo, caphi):
+    """The column's suffix sums in log space (``lsuf[i, s]``; -inf: no composition; value
+    x of row i weighs ``lwt[i, x - a[i]]`` in logs)."""
+    r = a.shape[0]
+    caplo[r] = 0
+    caphi[r] = 0
+    for s in range(cj + 1):
+        lsuf[r, s] = -np.inf
+    lsuf[r, 0] = 0.0
+    for i in range(r - 1, -1, -1):
+        caplo[i] = caplo[i + 1] + a[i]
+        caphi[i] = min(caphi[i + 1] + b[i], cj)
+        for s in range(cj + 1):
+            lsuf[i, s] = -np.inf
+            if s < caplo[i] or s > caphi[i]:
+                continue
+            x0 = max(a[i], s - caphi[i + 1])
+            x1 = min(b[i], s - caplo[i + 1])
+            top = -np.inf
+            for x in range(x0, x1 + 1):
+                top = max(top, lwt[i, x - a[i]] + lsuf[i + 1, s - x])
+            if top == -np.inf:
+                continue
+            acc = 0.0
+            for x in range(x0, x1 + 1):
+                acc += math.exp(lwt[i, x - a[i]] + lsuf[i + 1, s - x] - top)
+            lsuf[i, s] = top + math.log(acc)
+
+
+@njit
+def _weighted_walk(R, C, clo, clw, flo, fhi, rmin, rmax, linear, flat, look, ahead, u, T,
+                   draw):
+    """One table: drawn with the uniforms ``u`` (r, m) when ``draw`` (written to ``T``),
+    else ``T`` followed.  Returns ``(log weight, log q)``: the table's log-weight over its
+    proposal probability, and the log proposal probability (``-inf, -inf``: a walk with no
+    completion, or ``T`` outside the proposal)."""
+    r = R.shape[0]
+    m = C.shape[0]
+    cm = 0
+    for j in range(m):
+        cm = max(cm, C[j])
+    rr = R.copy()
+    a = np.empty(r, np.int64)
+    b = np.empty(r, np.int64)
+    caplo = np.empty(r + 1, np.int64)
+    caphi = np.empty(r + 1, np.int64)
+    lin = np.empty((r + 1, cm + 1))
+    scl = np.empty(r + 1)
+    lsuf = np.empty((r + 1, cm + 1))
+    pre = np.empty(cm + 2)
+    post = np.empty(cm + 2)
+    wt = np.empty((r, cm + 1))
+    lwt = np.empty((r, cm + 1))
+    sc = np.empty(r)
+    logw = 0.0
+    logq = 0.0
+    for j in range(m - 1):
+        cj = C[j]
+        lin_ok = linear
+        for i in range(r):
+            a[i] = max(flo[i, j], rr[i] - rmax[i, j])
+            b[i] = min(fhi[i, j], rr[i] - rmin[i, j], cj)
+            if a[i] > b[i]:
+                return -np.inf, -np.inf
+            top = -np.inf
+            for x in range(a[i], b[i] + 1):
+                v = clw[i, j, x - clo[i, j]]
+                if ahead:
+                    v += look[i, j, rr[i] - x]
+                lwt[i, x - a[i]] = v
+                top = max(top, v)
+            if top == -np.inf:
+                return -np.inf, -np.inf
+            sc[i] = top
+            for x in range(a[i], b[i] + 1):
+                v = lwt[i, x - a[i]]
+                w = math.exp(v - top) if v > -np.inf else 0.0
+                wt[i, x - a[i]] = w
+                if w <= 0.0:
+                    lin_ok = False         # a hole or an underflow: the log-space path
+        if lin_ok:
+            lin_ok = _col_linear(cj, a, b, wt, sc, lin, scl, caplo, caphi, flat, pre, post)
+        if lin_ok:
+            z = lin[0, cj]
+            if z <= 0.0:
+                return -np.inf, -np.inf
+            logw += math.log(z) + scl[0]
+        else:
+            _col_log(cj, a, b, lwt, lsuf, caplo, caphi)
+            if lsuf[0, cj] == -np.inf:
+                return -np.inf, -np.inf
+            logw += lsuf[0, cj]
+        s = cj
+        for i in range(r):
+            if i == r - 1:                       # the last row takes the column's rest
+                pick = s
+                if draw:
+                    T[i, j] = pick
+                elif T[i, j] != pick:
+                    return -np.inf, -np.inf
+            else:
+                x0 = max(a[i], s - caphi[i + 1])
+                x1 = min(b[i], s - caplo[i + 1])
+                if lin_ok:
+                    tot = 0.0
+                    for x in range(x0, x1 + 1):
+                        tot += wt[i, x - a[i]] * lin[i + 1, s - x]
+                    if draw:
+                        target = u[i, j] * tot
+                        acc = 0.0
+                        pick = x1
+                        for x in range(x0, x1 + 1):
+                            acc += wt[i, x - a[i]] * lin[i + 1, s - x]
+                            if target < acc:
+                                pick = x
+                                break
+                        while wt[i, pick - a[i]] * lin[i + 1, s - pick] <= 0.0:
+                            pick -= 1            # rounding past the last possible value
+                    else:
+                        pick = T[i, j]
+                        if pick < x0 or pick > x1:
+                            return -np.inf, -np.inf
+                    p = wt[i, pick - a[i]] * lin[i + 1, s - pick] / tot
+                else:
+                    top = -np.inf
+                    for x in range(x0, x1 + 1):
+                        top = max(top, lwt[i, x - a[i]] + lsuf[i + 1, s - x])
+                    tot = 0.0
+                    for x in range(x0, x1 + 1):
+                        tot += math.exp(lwt[i, x - a[i]] + lsuf[i + 1, s - x] - top)
+                    if draw:
+                        target = u[i, j] * tot
+                        acc = 0.0
+                        pick = x1
+                        for x in range(x0, x1 + 1):
+                            acc += math.exp(lwt[i, x - a[i]] + lsuf[i + 1, s - x] - top)
+                            if target < acc:
+                                pick = x
+                                break
+                        while lwt[i, pick - a[i]] + lsuf[i + 1, s - pick] == -np.inf:
+                            pick -= 1
+                    else:
+                        pick = T[i, j]
+                        if pick < x0 or pick > x1:
+                            return -np.inf, -np.inf
+                    p = math.exp(lwt[i, pick - a[i]] + lsuf[i + 1, s - pick] - top) / tot
+                if p <= 0.0:
+                    return -np.inf, -np.inf
+                logq += math.log(p)
+                if draw:
+                    T[i, j] = pick
+            if ahead:                            # the look-ahead is the proposal's, not
+                logw -= look[i, j, rr[i] - pick]     # the table's weight
+            rr[i] -= pick
+            s -= pick
+    for i in range(r):                       # the last column: what each row has left
+        x = rr[i]
+        if draw:
+            T[i, m - 1] = x
+        elif T[i, m - 1] != x:
+            return -np.inf, -np.inf
+        k = x - clo[i, m - 1]
+        if k < 0 or k >= clw.shape[2] or clw[i, m - 1, k] == -np.inf:
+            return -np.inf, -np.inf
+        logw += clw[i, m - 1, k]
+    return logw, logq
+
+
+@njit(parallel=True)
+def sample_weighted(R, C, clo, clw, flo, fhi, rmin, rmax, linear, flat, look, ahead, u):
+    """``n = u.shape[0]`` tables drawn by the weighted column proposal (uniforms ``u``
+    (n, r, m) in [0, 1)) and their log importance weights (-inf: a walk that found no
+    completion).  Plain arrays from :func:`riskengine.inference.sis_posterior.arrays`
+    (cell windows ``clo``/``clw``, finite ranges ``flo .. fhi``, the later columns' least
+    and largest sums per row ``rmin``/``rmax``; ``linear``: no window has holes;
+    ``flat``: every possible value of a cell weighs 1; ``look``, ``ahead``: the rows'
+    look-ahead (:func:`lookahead`) and whether to use it)."""
+    n = u.shape[0]
+    r = R.shape[0]
+    m = C.shape[0]
+    tables = np.zeros((n, r, m), np.int64)
+    logw = np.empty(n)
+    for k in prange(n):
+        logw[k] = _weighted_walk(R, C, clo, clw, flo, fhi, rmin, rmax, linear, flat, look,
+                                 ahead, u[k], tables[k], True)[0]
+    return tables, logw
+
+
+@njit
+def weighted_proposal(R, C, clo, clw, flo, fhi, rmin, rmax, linear, flat, look, ahead, T):
+    """``(log weight, log q)`` of the given table ``T`` under :func:`sample_weighted`'s
+    proposal (``-inf, -inf`` where the proposal cannot reach it)."""
+    return _weighted_walk(R, C, clo, clw, flo, fhi, rmin, rmax, linear, flat, look, ahead,
+                          np.zeros((0, 0)), T.copy(), False)

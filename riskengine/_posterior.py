@@ -60,6 +60,9 @@ class Posterior:
         Monte Carlo routes: R-hat, ESS and MCSE per reported number.
     chains : array_like, optional
         Monte Carlo routes: the kept draws ``(chain, draw, *shape)``.
+    weights : array_like, optional
+        Importance-sampling routes: the normalised weight of each draw of ``chains`` (one
+        chain of independent weighted draws).
     releases : sequence of Posterior, default ()
         A release set's posterior: per release, the posterior of its own cells.
     mechanism_weights : mapping, optional
@@ -94,6 +97,9 @@ class Posterior:
         Monte Carlo routes: R-hat, ESS and MCSE per reported number (None for exact routes).
     chains : ndarray or None
         Monte Carlo routes: the kept draws ``(chain, draw, *shape)``.
+    weights : ndarray or None
+        Importance-sampling routes: the normalised weight of each draw of ``chains``
+        (None for Markov chains, whose draws weigh the same).
     releases : tuple
         A release set's posterior: per release, the posterior of its own cells (and totals)
         given the whole set; empty for a single release.
@@ -123,12 +129,13 @@ class Posterior:
         "releases",
         "start",
         "totals",
+        "weights",
     )
 
     def __init__(self, *, start, probs, dims, coords, published=None, n_candidates=None,
                  log_evidence=np.nan, attrs=None, sampler=None, totals=None,
-                 diagnostics=None, chains=None, releases=(), mechanism_weights=None,
-                 release=None, prior=None):
+                 diagnostics=None, chains=None, weights=None, releases=(),
+                 mechanism_weights=None, release=None, prior=None):
         set_ = object.__setattr__
         start = _readonly(np.asarray(start, dtype=np.int64))
         probs = _readonly(np.asarray(probs, dtype=float))
@@ -146,6 +153,7 @@ class Posterior:
             totals, dict) else MappingProxyType(dict(totals or {})))
         set_(self, "diagnostics", diagnostics)
         set_(self, "chains", None if chains is None else _readonly(np.asarray(chains)))
+        set_(self, "weights", None if weights is None else _readonly(np.asarray(weights, float)))
         set_(self, "releases", tuple(releases))
         set_(self, "mechanism_weights", MappingProxyType(dict(mechanism_weights or {})))
         set_(self, "release", release)
@@ -309,10 +317,13 @@ class Posterior:
 
     def _mcse_at(self, values) -> np.ndarray:
         """Monte Carlo routes: arviz's MCSE of each cell's Pr(cell == ``values``) from the
-        chains (the indicator's mean); 0 where a cell never varies."""
+        chains (the indicator's mean), or for weighted draws the delta-method MCSE of the
+        weighted share; 0 where a cell never varies."""
         from . import _arviz
-        az = _arviz.arviz()
         hit = (np.asarray(self.chains) == np.asarray(values)).astype(float)
+        if self.weights is not None:
+            return weighted_mcse(hit[0], self.weights)
+        az = _arviz.arviz()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)     # constant cells: 0 / 0
             m = az.mcse(xr.Dataset({"hit": (("chain", "draw", *self.dims), hit)}))
@@ -429,9 +440,10 @@ class Posterior:
         Parameters
         ----------
         n : int
-            Number of table draws.  Monte Carlo routes take ``n // chains`` evenly spaced
+            Number of table draws.  Markov-chain routes take ``n // chains`` evenly spaced
             kept draws from each chain (``n`` at least the number of chains, at most all
-            kept draws); other routes draw ``n`` tables with :meth:`sample`.
+            kept draws); other routes (importance sampling: its weighted draws resampled)
+            draw ``n`` tables with :meth:`sample`.
         rng : numpy.random.Generator
             Source of randomness for :meth:`sample` (unused by Monte Carlo routes).
         statistics : sequence, default ()
@@ -446,8 +458,8 @@ class Posterior:
         """
         from . import _arviz
         from . import statistics as S
-        if self.chains is not None:           # Monte Carlo: n draws spread over its chains
-            C, D = self.chains.shape[:2]
+        if self.chains is not None and self.weights is None:   # Markov chains: n draws
+            C, D = self.chains.shape[:2]                       # spread over the chains
             n = V.integer(n, "n", C)
             if n > C * D:
                 raise ValueError(f"the Monte Carlo route kept {C} chains x {D} draws; asked "
@@ -573,6 +585,14 @@ class Posterior:
     def __repr__(self) -> str:
         return (f"Posterior(shape={self.shape}, n_candidates={self.n_candidates}, "
                 f"log_evidence={self.log_evidence:.6g}, method={self.attrs.get('method')!r})")
+
+
+def weighted_mcse(values: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The delta-method MCSE of the self-normalised weighted mean of ``values`` (draw
+    axis first) with normalised weights ``w``."""
+    w = np.asarray(w, float).reshape((-1,) + (1,) * (values.ndim - 1))
+    mean = (w * values).sum(axis=0)
+    return np.sqrt((w ** 2 * (values - mean) ** 2).sum(axis=0))
 
 
 def _count_text(n) -> str:

@@ -293,7 +293,8 @@ class RouteResult:
     thunk}`` (computed when first asked for); ``sampler(n, rng) -> int64 (n, *shape)``:
     whole-table draws; ``approximation``: what is approximated (empty: the exact
     posterior); Monte Carlo routes: ``diagnostics`` (arviz R-hat / ESS / MCSE Dataset),
-    ``chains`` (kept draws ``(chain, draw, *shape)``) and ``converged``; ``notes``: further
+    ``chains`` (kept draws ``(chain, draw, *shape)``), ``weights`` (importance sampling:
+    the draws' normalised weights) and ``converged``; ``notes``: further
     attrs (plain str / int / float); ``parts``: a release set's releases, ``((release,
     {dims kept: (start, probs)}, description), ...)``; ``mechanism_weights``: a mixture's candidates'
     posterior probabilities.
@@ -309,6 +310,9 @@ class RouteResult:
     diagnostics: Any = None
     chains: Any = None
     converged: bool | None = None
+    #: importance-sampling routes: the normalised weight of each draw of ``chains`` (one
+    #: "chain" of independent weighted draws); None for Markov chains and exact routes
+    weights: Any = None
     notes: Mapping = field(default_factory=dict)
     parts: tuple = ()
     method: str | None = None
@@ -335,6 +339,9 @@ class Route:
 
     name: str = ""
     exact: bool = True
+    #: a Monte Carlo route's draws come from Markov chains (``route="mcmc"`` names the
+    #: first such route); False for independent weighted draws (importance sampling)
+    markov: bool = True
     #: what the route reads and requires (shown by ``rk.routes()``)
     needs: str = ""
     #: the input whose ``approximation`` (what the mechanism's likelihood leaves out) the

@@ -41,7 +41,8 @@ def label(release, prior, res, *, route: str, reason: str = "") -> Posterior:
                      coords=release.coords, published=release.published,
                      n_candidates=res.n_candidates, log_evidence=res.log_evidence,
                      attrs=attrs, sampler=res.sampler, totals=_totals(release, res),
-                     diagnostics=res.diagnostics, chains=res.chains, releases=parts,
+                     diagnostics=res.diagnostics, chains=res.chains, weights=res.weights,
+                     releases=parts,
                      mechanism_weights=res.mechanism_weights, release=release, prior=prior)
 
 

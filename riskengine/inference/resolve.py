@@ -140,8 +140,9 @@ def _candidates(plan: Plan, route: str, what: str, skipped: list):
                          f": {mech.no_route}")
     kind = "count" if what == "count" else "posterior"
     names = [r.name for r in routes]
-    if route == "mcmc":                       # whichever Monte Carlo route the mechanism has
-        mc = [r.name for r in routes if not r.exact]
+    if route == "mcmc":                       # the mechanism's Markov-chain route (else
+        mc = ([r.name for r in routes if not r.exact and r.markov]   # its other Monte
+              or [r.name for r in routes if not r.exact])            # Carlo route)
         if not mc:
             raise ValueError(f"{mech.name} releases have no Monte Carlo route; routes: "
                              f"{', '.join(['auto'] + names)}")

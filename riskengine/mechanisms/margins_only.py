@@ -22,6 +22,7 @@ from ..inference.gibbs import BlockGibbs
 from ..inference.grouped import Grouped2D
 from ..inference.halves import Halves
 from ..inference.hypergeometric import Hypergeometric
+from ..inference.sis_posterior import ImportanceSampling
 from ..inference.table_dp import TableDP
 from ..inference.three_by_three import ThreeByThree
 from ..protocol import Example, Mechanism, register
@@ -71,7 +72,8 @@ class MarginsOnly(Mechanism):
     aliases = ("margins",)
     windows = staticmethod(entry_windows)
     routes = (Fiber(), ThreeByThree(), Halves(draws=TableDP()), TableDP(),
-              Hypergeometric(count_by=TableDP()), Grouped2D(), Enumerate3D(), BlockGibbs())
+              Hypergeometric(count_by=TableDP()), Grouped2D(), Enumerate3D(),
+              ImportanceSampling(), BlockGibbs())
 
     def _params(self) -> dict:
         return {}

@@ -32,6 +32,7 @@ from ..inference.fiber import Fiber
 from ..inference.gibbs import BlockGibbs
 from ..inference.grouped import Grouped2D
 from ..inference.hypergeometric import Hypergeometric
+from ..inference.sis_posterior import ImportanceSampling
 from ..inference.sums import SumEnumerate, SumsGibbs
 from ..inference.table_dp import TableDP
 from ..magnitude.contributions import Contributions
@@ -210,7 +211,7 @@ class CellSuppression(Mechanism):
     windows = staticmethod(entry_windows)
     structure_routes = (SumEnumerate(), SumsGibbs())
     routes = (Fiber(), TableDP(), Hypergeometric(count_by=TableDP()), Grouped2D(),
-              Enumerate3D(), BlockGibbs())
+              Enumerate3D(), ImportanceSampling(), BlockGibbs())
 
     def __init__(self, method: str = "heuristic", cost: str = "value",
                  suppress_zeros: bool = False, suppress_totals: bool = False):

@@ -47,7 +47,7 @@ def _assess(doc: _Doc, ds: xr.Dataset, post=None, release=None) -> None:
              ("largest Pr(mode)", f"{mp.max():.3f} at {_cell_name(ds, dims, top)}"),
              (f"mean {round(lvl * 100)}% credible-interval width", f"{width.mean():.3f}")]
     doc.add("<h2>Summary</h2>" + _table(["quantity", "value"], nums))
-    if "rhat" in ds:
+    if "rhat" in ds or "kish_ess" in ds.attrs:
         _mc_diagnostics(doc, ds)
     doc.add("<h2>Risk by cell</h2>")
     numbers = ("; numbers are the published values" if "published" in ds
@@ -171,6 +171,27 @@ def _provenance(doc: _Doc, ds: xr.Dataset) -> None:
 def _mc_diagnostics(doc: _Doc, ds: xr.Dataset) -> None:
     """A Monte Carlo posterior: its convergence (arviz's R-hat, ESS, MCSE) and verdict."""
     ok = bool(int(ds.attrs.get("converged", 0)))
+    if "rhat" not in ds:                  # importance sampling: independent weighted draws
+        verdict = ("reliable by the usual rules (Kish ESS >= 400, Pareto k <= 0.7)" if ok
+                   else "NOT RELIABLE by the usual rules (Kish ESS >= 400, Pareto k <= "
+                   "0.7): treat every number in this report as rough")
+        rows = [("method", str(ds.attrs.get("approximation", "importance sampling"))),
+                ("draws (completed a table)",
+                 f"{int(ds.attrs.get('draws', 0)):,} ({int(ds.attrs.get('completed', 0)):,})"),
+                ("Kish effective sample size of the weights",
+                 f"{float(ds.attrs['kish_ess']):,.0f}"),
+                ("Pareto k of the largest weights (PSIS)",
+                 _num(float(ds.attrs.get("pareto_k", np.nan)), 3)),
+                ("smallest ESS of a cell's mean", f"{float(ds['ess'].min()):.0f}"),
+                ("largest MCSE of a cell's posterior mean",
+                 _num(float(ds["mcse_mean"].max()), 3)),
+                ("largest MCSE of a cell's Pr(mode)", _num(float(ds["mcse_max_prob"].max()), 3)),
+                ("verdict", verdict)]
+        doc.add('<h2>Monte Carlo diagnostics</h2><p class="note">This posterior is '
+                "approximate: it was estimated from independent weighted draws (importance "
+                "sampling; the exact routes do not fit this release); the Pareto k is "
+                "arviz's.</p>" + _table(["quantity", "value"], rows))
+        return
     verdict = ("converged by the usual rules (R-hat <= 1.01, bulk and tail ESS >= 400)"
                if ok else "NOT CONVERGED by the usual rules (R-hat <= 1.01, bulk and tail ESS "
                ">= 400): treat every number in this report as rough")

@@ -80,6 +80,36 @@ def _suffix(rr, cj, suf):
 
 
 @njit
+def _prefix_suffix(row, n, pre, post):
+    """``pre[k]``: the sum of ``row[:k]``, ``post[k]``: of ``row[k:n + 1]`` (k = 0 .. n + 1)."""
+    pre[0] = 0.0
+    for t in range(n + 1):
+        pre[t + 1] = pre[t] + row[t]
+    post[n + 1] = 0.0
+    for t in range(n, -1, -1):
+        post[t] = post[t + 1] + row[t]
+
+
+@njit
+def _window_sum(row, lo, hi, pre, post):
+    """``row[lo] + ... + row[hi]`` from the prefix sums ``pre`` (``pre[k]``: the first k
+    values) or the suffix sums ``post``, whichever subtracts a sum at most 1,000 times the
+    result (at least 13 correct digits), else summed directly."""
+    big = pre[hi + 1]
+    v = big - pre[lo]
+    if v > 0.0 and big <= 1e3 * v:
+        return v
+    big = post[lo]
+    v = big - post[hi + 1]
+    if v > 0.0 and big <= 1e3 * v:
+        return v
+    v = 0.0
+    for t in range(lo, hi + 1):
+        v += row[t]
+    return v
+
+
+@njit
 def _suffix_linear(rr, cj, suf, lin, pre, post, scales):
     """:func:`_suffix` in linear space, O(rows x cj) for wide rows: the count of row i at
     ``s`` sums row i + 1's counts over the window ``s - rr[i] .. s``, taken as a
@@ -101,30 +131,15 @@ def _suffix_linear(rr, cj, suf, lin, pre, post, scales):
         cap += rr[i]
         wide = rr[i] >= 32
         if wide:
-            pre[0] = 0.0
-            for s in range(cj + 1):
-                pre[s + 1] = pre[s] + lin[i + 1, s]
-        have_post = False
+            _prefix_suffix(lin[i + 1], cj, pre, post)
         top = 0.0
         for s in range(cj + 1):
             v = 0.0
             if s <= cap:
                 a = max(0, s - rr[i])
-                direct = not wide
                 if wide:
-                    big = pre[s + 1]
-                    v = big - pre[a]
-                    if v <= 0.0 or big > 1e3 * v:
-                        if not have_post:
-                            post[cj + 1] = 0.0
-                            for t in range(cj, -1, -1):
-                                post[t] = post[t + 1] + lin[i + 1, t]
-                            have_post = True
-                        big = post[a]
-                        v = big - post[s + 1]
-                        direct = v <= 0.0 or big > 1e3 * v
-                if direct:
-                    v = 0.0
+                    v = _window_sum(lin[i + 1], a, s, pre, post)
+                else:
                     for t in range(a, s + 1):
                         v += lin[i + 1, t]
                 if v <= 0.0:
@@ -293,25 +308,6 @@ def lookahead(R, clo, clw):
 
 
 @njit
-def _window_sum(row, lo, hi, pre, post):
-    """``row[lo] + ... + row[hi]`` from the prefix sums ``pre`` (``pre[k]``: the first k
-    values) or the suffix sums ``post``, whichever subtracts a sum at most 1,000 times the
-    result (at least 13 correct digits), else summed directly."""
-    big = pre[hi + 1]
-    v = big - pre[lo]
-    if v > 0.0 and big <= 1e3 * v:
-        return v
-    big = post[lo]
-    v = big - post[hi + 1]
-    if v > 0.0 and big <= 1e3 * v:
-        return v
-    v = 0.0
-    for t in range(lo, hi + 1):
-        v += row[t]
-    return v
-
-
-@njit
 def _col_linear(cj, a, b, wt, sc, lin, scl, caplo, caphi, flat, pre, post):
     """The column's suffix sums in linear space: ``lin[i, s] * exp(scl[i])`` the weight of
     the compositions of ``s`` into rows i.. (each row's values normalised by its largest;
@@ -330,12 +326,7 @@ def _col_linear(cj, a, b, wt, sc, lin, scl, caplo, caphi, flat, pre, post):
         caplo[i] = caplo[i + 1] + a[i]
         caphi[i] = min(caphi[i + 1] + b[i], cj)
         if flat:
-            pre[0] = 0.0
-            for t in range(cj + 1):
-                pre[t + 1] = pre[t] + lin[i + 1, t]
-            post[cj + 1] = 0.0
-            for t in range(cj, -1, -1):
-                post[t] = post[t + 1] + lin[i + 1, t]
+            _prefix_suffix(lin[i + 1], cj, pre, post)
         top = 0.0
         for s in range(cj + 1):
             v = 0.0

@@ -34,8 +34,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-__all__ = ["REGISTRY", "Cost", "Example", "Inputs", "Mechanism", "MonteCarlo", "Plan", "Route",
-           "RouteRefused", "RouteResult", "lookup", "mechanism_from_dict", "register"]
+__all__ = ["REGISTRY", "Cost", "Example", "Inputs", "Mechanism", "MonteCarlo", "MonteCarloRoute",
+           "Plan", "Route", "RouteRefused", "RouteResult", "lookup", "mechanism_from_dict",
+           "register"]
 
 #: registry name -> mechanism class (filled by :func:`register`)
 REGISTRY: dict = {}
@@ -387,6 +388,42 @@ class Route:
 
     def __repr__(self) -> str:
         return f"<route {self.name}>"
+
+
+class MonteCarloRoute(Route):
+    """A route that samples (``exact = False``), with the settings of
+    :class:`MonteCarlo`: ``chains``, ``warmup``, ``draws``, ``seed`` (extra entropy for
+    the generator; None: the release, prior and settings alone decide it, and repeated
+    runs with different seeds measure the Monte Carlo error), ``workers`` and
+    ``scheduler`` (threads or a dask scheduler; the result for a seed depends on
+    neither).  ``rk.posterior(..., mcmc=...)`` runs a per-call copy
+    (:meth:`with_settings`)."""
+
+    exact = False
+
+    def __init__(self, chains: int = 4, warmup: int = 300, draws: int = 1000,
+                 seed: int | None = None, workers: int | None = None, scheduler=None):
+        self.chains, self.warmup, self.draws = chains, warmup, draws
+        self.seed, self.workers, self.scheduler = seed, workers, scheduler
+
+    def with_settings(self, mc: MonteCarlo) -> MonteCarloRoute:
+        """The same route with the settings of ``mc`` (the shared route is untouched).
+
+        Parameters
+        ----------
+        mc : MonteCarlo
+            The settings.
+
+        Returns
+        -------
+        MonteCarloRoute
+            A copy of this route.
+        """
+        import copy
+        out = copy.copy(self)
+        out.chains, out.warmup, out.draws = mc.chains, mc.warmup, mc.draws
+        out.seed, out.workers, out.scheduler = mc.seed, mc.workers, mc.scheduler
+        return out
 
 
 class Mechanism:

@@ -65,7 +65,6 @@ the settings.
 
 from __future__ import annotations
 
-import copy
 import warnings
 
 import numpy as np
@@ -74,7 +73,7 @@ import xarray as xr
 from kernels import gibbs as moves
 
 from .._seeding import release_seed
-from ..protocol import Cost, Route, RouteResult
+from ..protocol import Cost, MonteCarloRoute, RouteResult
 from . import _chains, gibbs3d
 from . import table_dp as dp
 
@@ -139,7 +138,7 @@ def _orientation(win: dp.Windows, x: np.ndarray, rows) -> bool:
     return bool(trans < plain)
 
 
-class BlockGibbs(Route):
+class BlockGibbs(MonteCarloRoute):
     """Blocked Gibbs sampler over 2-D tables with totals (rows redrawn in pairs by the
     table DP) and 3-D tables with every 2-way margin (:mod:`.gibbs3d`).  Reads the
     mechanism's entry windows (``plan.inputs["windows"]``)."""
@@ -150,26 +149,6 @@ class BlockGibbs(Route):
     #: a row-pair DP redraw every this many sweeps (0: none; the line moves alone when every
     #: total is a wide window, where the DP over two rows is costly and not needed)
     block_every = BLOCK_EVERY
-
-    def __init__(self, chains: int = 4, warmup: int = 300, draws: int = 1000,
-                 seed: int | None = None, workers: int | None = None, scheduler=None):
-        self.chains, self.warmup, self.draws = chains, warmup, draws
-        #: extra entropy for the chains' generator (None: the release, prior and settings
-        #: alone decide it; repeated runs with different seeds measure the Monte Carlo
-        #: error)
-        self.seed = seed
-        #: threads running the chains (None: one per core, at most one per chain) or a
-        #: dask scheduler (:class:`riskengine.MonteCarlo`); the result for a seed does not
-        #: depend on either
-        self.workers = workers
-        self.scheduler = scheduler
-
-    def with_settings(self, mc):
-        """The same route with the chains' settings of ``mc``."""
-        out = copy.copy(self)
-        out.chains, out.warmup, out.draws = mc.chains, mc.warmup, mc.draws
-        out.seed, out.workers, out.scheduler = mc.seed, mc.workers, mc.scheduler
-        return out
 
     def applies(self, plan):
         release = plan.release

@@ -18,7 +18,6 @@ over the keys of every candidate of a 2 x 2 table with every total.
 
 from __future__ import annotations
 
-import copy
 import itertools
 
 import numpy as np
@@ -29,7 +28,7 @@ from kernels import key_gibbs as kg
 
 from .._highs_quiet import c_stdout_silenced
 from .._seeding import release_seed
-from ..protocol import Cost, MonteCarlo, Route
+from ..protocol import Cost, MonteCarloRoute
 from . import _chains
 
 __all__ = ["KeyGibbs"]
@@ -71,15 +70,15 @@ def _arrays(plan):
     padb = [np.pad(b, (0, TW - b.size), constant_values=-1.0) for b in tb]
     ptr = np.zeros(n + 1, np.int64)
     ptr[1:] = np.cumsum([len(m) for m in members])
-    return members, dict(
-        lo=np.ascontiguousarray(lo.ravel(), np.int64),
-        logp=np.ascontiguousarray(logp.reshape(n, W)),
-        ca=np.ascontiguousarray(ki.fa[dims].reshape(n, W), float),
-        cb=np.ascontiguousarray(ki.fb[dims].reshape(n, W), float),
-        tot_ptr=ptr, tot_idx=np.array([t for m in members for t in m], np.int64),
-        tlo=np.array(tlo, np.int64),
-        ta=np.ascontiguousarray(np.array(pad, float).reshape(len(tlo), TW)),
-        tb=np.ascontiguousarray(np.array(padb, float).reshape(len(tlo), TW)))
+    return members, {
+        "lo": np.ascontiguousarray(lo.ravel(), np.int64),
+        "logp": np.ascontiguousarray(logp.reshape(n, W)),
+        "ca": np.ascontiguousarray(ki.fa[dims].reshape(n, W), float),
+        "cb": np.ascontiguousarray(ki.fb[dims].reshape(n, W), float),
+        "tot_ptr": ptr, "tot_idx": np.array([t for m in members for t in m], np.int64),
+        "tlo": np.array(tlo, np.int64),
+        "ta": np.ascontiguousarray(np.array(pad, float).reshape(len(tlo), TW)),
+        "tb": np.ascontiguousarray(np.array(padb, float).reshape(len(tlo), TW))}
 
 
 #: at most this many moves that keep every total (a random subset beyond)
@@ -216,7 +215,7 @@ def _start(a, members, rng, first: bool):
     return np.ascontiguousarray(x, np.int64), np.ascontiguousarray(K)
 
 
-class KeyGibbs(Route):
+class KeyGibbs(MonteCarloRoute):
     """Monte Carlo over the counts and the cell keys together: the cell key method's
     posterior under the likelihood integrated over the keys, for any published totals.
 
@@ -224,29 +223,7 @@ class KeyGibbs(Route):
     """
 
     name = "keys_mcmc"
-    exact = False
     needs = "the p-table's key intervals; a count table with published totals"
-
-    def __init__(self, chains: int = 4, warmup: int = 300, draws: int = 1000,
-                 seed: int | None = None, workers: int | None = None, scheduler=None):
-        self.chains, self.warmup, self.draws = chains, warmup, draws
-        self.seed, self.workers, self.scheduler = seed, workers, scheduler
-
-    def with_settings(self, mc: MonteCarlo):
-        """The same route with the chains' settings of ``mc``.
-
-        Parameters
-        ----------
-        mc : MonteCarlo
-
-        Returns
-        -------
-        KeyGibbs
-        """
-        out = copy.copy(self)
-        out.chains, out.warmup, out.draws = mc.chains, mc.warmup, mc.draws
-        out.seed, out.workers, out.scheduler = mc.seed, mc.workers, mc.scheduler
-        return out
 
     def applies(self, plan):
         release = plan.release

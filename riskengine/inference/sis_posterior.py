@@ -41,7 +41,6 @@ where the pilot finds the weights uneven, Gibbs's is 16 times this route's or mo
 
 from __future__ import annotations
 
-import copy
 import math
 import warnings
 from typing import NamedTuple
@@ -55,7 +54,7 @@ from kernels._jit import threads_for
 
 from .._posterior import weighted_mcse
 from .._seeding import release_seed
-from ..protocol import Cost, Route, RouteResult
+from ..protocol import Cost, MonteCarloRoute, RouteResult
 from .gibbs import ESS_MIN, BlockGibbs, ConvergenceWarning
 
 __all__ = ["PARETO_K_MAX", "ImportanceSampling", "Proposal", "arrays", "arrays_from",
@@ -150,8 +149,7 @@ def arrays_from(R, C, clo, clw, ahead: bool | None = None, look: bool = True) ->
     cols = np.arange(W)
     inside = (cols >= first[..., None]) & (cols <= last[..., None])
     linear = bool(not (inside & ~fin).any())
-    top = np.where(fin, clw, -np.inf).max(axis=-1, keepdims=True)
-    flat = bool(linear and np.all(np.where(inside, clw == top, True)))
+    flat = linear and _flat(clw)
     ahead = (not flat) if ahead is None else bool(ahead)
     # the later columns' least and largest sums per row (0 after the last column)
     rmin = np.zeros_like(flo)
@@ -178,9 +176,9 @@ def with_look(arr: Proposal) -> Proposal:
     return arr._replace(look=_k.lookahead(arr.R, arr.clo, arr.clw))
 
 
-def _flat(ew) -> bool:
-    """Whether every possible value of every cell weighs the same (per cell)."""
-    lw = ew.interior[1]
+def _flat(lw) -> bool:
+    """Whether every possible value of every cell weighs the same (per cell), of cell
+    log-weights ``lw`` (cells x values, -inf impossible)."""
     fin = np.isfinite(lw)
     top = np.where(fin, lw, -np.inf).max(axis=-1, keepdims=True)
     return bool(np.all(np.where(fin, lw == top, True)))
@@ -229,29 +227,16 @@ def pareto_k(logw: np.ndarray) -> float:
     return float(k)
 
 
-class ImportanceSampling(Route):
+class ImportanceSampling(MonteCarloRoute):
     """Self-normalised importance sampling of 2-D tables with exact totals (column-wise
     proposal, weights prior x likelihood over proposal).  Reads the mechanism's entry
-    windows (``plan.inputs["windows"]``)."""
+    windows (``plan.inputs["windows"]``).  Of the Monte Carlo settings, the ESS target is
+    ``chains x draws``; ``warmup``, ``workers`` and ``scheduler`` do not apply (the draws
+    are independent and run on the machine's threads)."""
 
     name = "sis"
-    exact = False
     markov = False
     needs = "entry windows; 2-D count table, every total exact (margins only, suppression)"
-
-    def __init__(self, chains: int = 4, warmup: int = 300, draws: int = 1000,
-                 seed: int | None = None, workers: int | None = None, scheduler=None):
-        # the Monte Carlo settings: the ESS target is chains x draws (warmup, workers and
-        # scheduler do not apply: the draws are independent, run on the machine's threads)
-        self.chains, self.warmup, self.draws = chains, warmup, draws
-        self.seed, self.workers, self.scheduler = seed, workers, scheduler
-
-    def with_settings(self, mc):
-        """The same route with the settings of ``mc`` (ESS target ``chains x draws``)."""
-        out = copy.copy(self)
-        out.chains, out.warmup, out.draws = mc.chains, mc.warmup, mc.draws
-        out.seed, out.workers, out.scheduler = mc.seed, mc.workers, mc.scheduler
-        return out
 
     @property
     def target(self) -> int:
@@ -289,7 +274,8 @@ class ImportanceSampling(Route):
                                  f"{release.mechanism.name} release under this prior")
             # flat windows (Uniform on margins only or suppression) stay untilted: their
             # sums are then windows of prefix sums
-            plan.prepared[key] = arrays(ew if _flat(ew) else ew.tilted(), look=False)
+            plan.prepared[key] = arrays(ew if _flat(ew.interior[1]) else ew.tilted(),
+                                        look=False)
         return plan.prepared[key]
 
     def _pilot(self, plan):

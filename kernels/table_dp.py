@@ -6,22 +6,29 @@ interior cell x_ij takes values ``lo[i, j] + w`` (w < W) with weight
 weight ``kw[j, w]``; row totals and the grand total enter through their log-weights
 (``start``): the weight of each vector of row totals (the start state).
 
-State: the vector of *remaining* row sums s plus the partial sum p of the
-current column.  Cells are added one at a time in column-major order; at the
-end of a column its total is weighed and p reset; at the end only s = 0
-survives.  Each stage t has its own box of reachable states: per row
-``[roff[t, i], roff[t, i] + rsize[t, i])`` intersected with what the remaining
-cells can still hold, and an interval ``[plo[t], phi[t]]`` for p (what the
-column total still allows given the cells left in the column).  Stored layout:
-rows 0..r-2 in mixed radix (the prefix), then one line per prefix -- the last
-row's remaining sum, times the p axis.  ``derived`` (every total fixed) has no
-separate p axis: p is the start-of-column remaining total minus the sum of s, so
-the line is indexed by p (its interval) and the last row's sum is implied; only
-these live states are stored and visited (every step only takes the cell values
-that keep p inside the next interval, so the last cell of a column is forced).
+State: the vector s of *remaining* row sums plus the partial sum p of the current
+column.  Cells are added one at a time in column-major order; at the end of a column its
+total is weighed and p reset; at the end only s = 0 survives.  Each stage t has its own
+box of reachable states: per row ``[roff[t, i], roff[t, i] + rsize[t, i])`` intersected
+with what the remaining cells can still hold, an interval ``[plo[t], phi[t]]`` for p
+(what the column total still allows given the cells left in the column), and an interval
+for sigma = sum(s) + p, the total of the columns not yet closed: within the sum of their
+windows and within the grand total's window less what the closed columns can hold.  A
+cell's step leaves sigma unchanged (its value leaves a row's remaining sum and enters p),
+so sigma has one interval per column; with every total fixed it is one value and p
+follows from s.
+
+Only live states are stored.  The prefix q numbers the box's rows 0..r-2 in mixed radix
+(row r-2 fastest); for each prefix the states follow by the last row's remaining sum sl,
+then p, both ascending, keeping those whose m = sum(s) = pre(q) + sl leaves p a value in
+both intervals: n(m) values from pa(m) on.  With C the running sum of n over m, state
+(q, sl, p) is stored at ``off[q] + C[m] - C[pre(q) + roff_last] + p - pa(m)``, where
+``off`` (:func:`_offsets`) is the running count over the prefixes, computed per stage
+when a step needs it.  The slab on sigma halves the stored states of a rounded 8 x 6
+table against its box alone.
 
 Every step is a gather (each output state sums its inputs), parallel over the
-output states; the backward pass accumulates the marginals per chunk of states
+prefixes; the backward pass accumulates the marginals per chunk of prefixes
 (fixed chunking, so results do not depend on the number of threads).  One
 forward pass gives the evidence (floats, rescaled per step, log scale kept)
 and, optionally in the same loops, the exact number of tables with positive
@@ -94,372 +101,451 @@ def parallel_region():
 
 
 @njit
-def _strides(size):
-    r = size.shape[0]
-    st = np.ones(r, np.int64)
-    for k in range(r - 2, -1, -1):
-        st[k] = st[k + 1] * size[k + 1]
+def _strides(rsize):
+    """Mixed-radix strides of the prefix rows 0..r-2 (row r-2 fastest)."""
+    R1 = rsize.shape[0] - 1
+    st = np.ones(max(R1, 1), np.int64)
+    for k in range(R1 - 2, -1, -1):
+        st[k] = st[k + 1] * rsize[k + 1]
     return st
 
 
+@njit(inline="always")
+def _before(C, k):
+    """Live states of m < mlo + k (C's running count, k clipped to its range)."""
+    return C[min(max(k, 0), C.shape[0] - 1)]
+
+
+@njit(inline="always")
+def _live_sl(pre, roff, rsize, R1, mlo, nm):
+    """The last row's values whose m = pre + sl is live: ``range(first, end)``."""
+    return max(roff[R1], mlo - pre), min(roff[R1] + rsize[R1], mlo + nm - pre)
+
+
+@njit(inline="always")
+def _decode(q, i, roff, rsize, st, roff_b, st_b):
+    """Prefix q of a box (rows 0..r-2): the sum of its rows' values, row i's value (0 when
+    i is not a prefix row) and the index in another box (``roff_b``, ``st_b``) of the same
+    values of the rows other than i."""
+    base = 0
+    si = 0
+    pre = 0
+    for k in range(roff.shape[0] - 1):
+        sk = roff[k] + (q // st[k]) % rsize[k]
+        pre += sk
+        if k == i:
+            si = sk
+        else:
+            base += (sk - roff_b[k]) * st_b[k]
+    return base, si, pre
+
+
 @njit
-def _add_limbs(dst, o, cc, src, oi, ci, L):
-    """dst[o, cc, :] += src[oi, ci, :] modulo 2^(64 L)."""
+def _offsets(roff, rsize, C, mlo):
+    """``off[q]``: where prefix q's states start, for every prefix of the stage's box, and
+    ``off[npre]``, the stage's number of stored states."""
+    R1 = rsize.shape[0] - 1
+    npre = 1
+    for k in range(R1):
+        npre *= rsize[k]
+    off = np.zeros(npre + 1, np.int64)
+    dig = np.zeros(max(R1, 1), np.int64)
+    pre = 0
+    for k in range(R1):
+        pre += roff[k]
+    a0 = roff[R1] - mlo
+    a1 = roff[R1] + rsize[R1] - mlo
+    for q in range(npre):
+        off[q + 1] = off[q] + _before(C, pre + a1) - _before(C, pre + a0)
+        k = R1 - 1                      # the next prefix: last digit up, with carries
+        while k >= 0:
+            dig[k] += 1
+            pre += 1
+            if dig[k] < rsize[k]:
+                break
+            pre -= dig[k]
+            dig[k] = 0
+            k -= 1
+    return off
+
+
+@njit(inline="always")
+def _add_limbs(dst, o, src, oi, L):
+    """dst[o, :] += src[oi, :] modulo 2^(64 L)."""
     if L == 1:
-        dst[o, cc, 0] += src[oi, ci, 0]
+        dst[o, 0] += src[oi, 0]
+        return
+    if L == 2:
+        y = src[oi, 0]
+        s = dst[o, 0] + y
+        dst[o, 0] = s
+        dst[o, 1] += src[oi, 1] + (np.uint64(1) if s < y else np.uint64(0))
         return
     carry = np.uint64(0)
     for k in range(L):
-        y = src[oi, ci, k]
-        s = dst[o, cc, k] + y
+        y = src[oi, k]
+        s = dst[o, k] + y
         c1 = s < y
         s2 = s + carry
         c2 = s2 < carry
-        dst[o, cc, k] = s2
+        dst[o, k] = s2
         carry = np.uint64(1) if (c1 or c2) else np.uint64(0)
 
 
-@njit
-def _last_range(roff, rsize, derived, start_sum, pre_tot, plo, phi):
-    """Values of the last row's remaining sum in the box (derived: with p in [plo, phi])."""
-    R1 = rsize.shape[0] - 1
-    lo_l = roff[R1]
-    hi_l = roff[R1] + rsize[R1] - 1
-    if derived:
-        lo_l = max(lo_l, start_sum - pre_tot - phi)
-        hi_l = min(hi_l, start_sum - pre_tot - plo)
-    return lo_l, hi_l
-
-
-@njit
-def _layout(rsize, derived, plo, phi):
-    """Strides of rows 0..r-2 (the prefix), number of prefixes, stored line length:
-    the last row's box (or, derived, the column-sum interval, which implies it)."""
-    R1 = rsize.shape[0] - 1
-    st = np.ones(R1, np.int64)
-    for k in range(R1 - 2, -1, -1):
-        st[k] = st[k + 1] * rsize[k + 1]
-    npre = st[0] * rsize[0] if R1 > 0 else 1
-    nl = phi - plo + 1 if derived else rsize[R1]
-    return st, npre, nl
-
-
 @njit(parallel=True)
-def _cell_fwd(a, ca, out, cout, i, roff_in, rsize_in, roff_out, rsize_out, coff_in, coff_out,
-              lo, wts, ind, derived, start_sum, plo_in, phi_in, plo_out, phi_out, do_float, L,
-              inv, pmax):
+def _cell_fwd(a, ca, out, cout, i, roff_in, rsize_in, C_in, pa_in, mlo_in, off_in, plo_in,
+              phi_in, roff_out, rsize_out, C_out, pa_out, mlo_out, off_out, lo, wts, ind,
+              do_float, L, inv, pmax, fixed):
     """out[s, p] = inv sum_v w[v] a[s + v e_i, p - v]; cout likewise with 0/1 weights (no
-    scaling); pmax[q] = largest output of prefix q.  Loops over lines along the last
-    row's axis, visiting only live states."""
-    nc_out = out.shape[1] if do_float else cout.shape[1]
-    nc_in = a.shape[1] if do_float else ca.shape[1]
-    R1 = rsize_in.shape[0] - 1
-    st_in, _, nl_in = _layout(rsize_in, derived, plo_in, phi_in)
-    st_out, npre, nl_out = _layout(rsize_out, derived, plo_out, phi_out)
+    scaling); pmax[q] = largest output of prefix q.  Visits only live states.  ``fixed``:
+    sigma is one value (every total fixed), so every live m has one p, sigma - m, and the
+    state of m is stored at ``off[q] + (m - mlo) - (pre(q) + roff_last - mlo)``."""
+    R1 = roff_out.shape[0] - 1
+    st_in = _strides(rsize_in)
+    st_out = _strides(rsize_out)
+    npre = off_out.shape[0] - 1
+    nm_in = pa_in.shape[0]
+    nm_out = pa_out.shape[0]
     W = wts.shape[0]
     for q in prange(npre):
+        base, si, pre = _decode(q, i, roff_out, rsize_out, st_out, roff_in, st_in)
+        idx = off_out[q]
         lm = 0.0
-        base = 0
-        si = 0
-        pre = 0
-        for k in range(R1):
-            sk = roff_out[k] + (q // st_out[k]) % rsize_out[k]
-            pre += sk
-            if k == i:
-                si = sk
-            else:
-                base += (sk - roff_in[k]) * st_in[k]
-        lo_l, hi_l = _last_range(roff_out, rsize_out, derived, start_sum, pre, plo_out, phi_out)
-        for sl in range(lo_l, hi_l + 1):
-            p = start_sum - pre - sl
-            idx = q * nl_out + (p - plo_out if derived else sl - roff_out[R1])
+        sl0, sl1 = _live_sl(pre, roff_out, rsize_out, R1, mlo_out, nm_out)
+        for sl in range(sl0, sl1):
+            ko = pre + sl - mlo_out
+            n = C_out[ko + 1] - C_out[ko]
+            p0 = pa_out[ko]
             if i == R1:
                 si = sl
-            vmin = roff_in[i] - si
-            vmax = roff_in[i] + rsize_in[i] - 1 - si
-            if derived:
-                vmin = max(vmin, p - phi_in)
-                vmax = min(vmax, p - plo_in)
-            wmin = max(vmin - lo, 0)
-            wmax = min(vmax - lo, W - 1)
-            for cc in range(nc_out):
-                c = coff_out + cc
-                w0, w1 = wmin, wmax
-                if not derived:
-                    w0 = max(w0, c - coff_in - nc_in + 1 - lo)
-                    w1 = min(w1, c - coff_in - lo)
+            # v keeps row i in the input box and m + v among the input's live m
+            # and p - v in the input's interval for some p of the line
+            wmin = max(roff_in[i] - si, mlo_in - pre - sl, p0 - phi_in) - lo
+            wmax = min(roff_in[i] + rsize_in[i] - 1 - si, mlo_in + nm_in - 1 - pre - sl,
+                       p0 + n - 1 - plo_in) - lo
+            if fixed:                   # one p a line, every input m in range is live
+                k0 = ko + mlo_out - mlo_in
+                acc = 0.0
+                for w in range(max(wmin, 0), min(wmax, W - 1) + 1):
+                    v = lo + w
+                    if i == R1:
+                        b = off_in[base] + k0 + v - _before(C_in, pre + roff_in[R1] - mlo_in)
+                    else:
+                        b = (off_in[base + (si + v - roff_in[i]) * st_in[i]] + k0 + v
+                             - _before(C_in, pre + v + roff_in[R1] - mlo_in))
+                    if do_float:
+                        acc += wts[w] * a[b]
+                    if L > 0 and ind[w]:
+                        _add_limbs(cout, idx, ca, b, L)
                 if do_float:
-                    acc = 0.0
-                    for w in range(w0, w1 + 1):
-                        v = lo + w
-                        oi = _in_index(base, si, v, sl, p, i, R1, roff_in, st_in, nl_in, plo_in,
-                                       derived)
-                        ci = 0 if derived else c - v - coff_in
-                        acc += wts[w] * a[oi, ci]
-                    acc *= inv
-                    out[idx, cc] = acc
-                    lm = max(lm, acc)
-                carry = 0
-                for k in range(L):          # limb by limb, counting the carries
-                    s = np.uint64(carry)
-                    carry = 0
-                    for w in range(w0, w1 + 1):
-                        if ind[w]:
-                            v = lo + w
-                            oi = _in_index(base, si, v, sl, p, i, R1, roff_in, st_in, nl_in,
-                                           plo_in, derived)
-                            ci = 0 if derived else c - v - coff_in
-                            y = ca[oi, ci, k]
-                            s += y
-                            if s < y:
-                                carry += 1
-                    cout[idx, cc, k] = s
+                    x = acc * inv
+                    out[idx] = x
+                    lm = max(lm, x)
+                idx += 1
+                continue
+            for w in range(max(wmin, 0), min(wmax, W - 1) + 1):
+                v = lo + w
+                ki = ko + mlo_out + v - mlo_in
+                if ki < 0 or ki >= nm_in:
+                    continue
+                ni = C_in[ki + 1] - C_in[ki]
+                if ni == 0:
+                    continue
+                if i == R1:
+                    qi = base
+                    prei = pre
+                else:
+                    qi = base + (si + v - roff_in[i]) * st_in[i]
+                    prei = pre + v
+                # the input state (row i's sum up by v, p - v) is stored at b + p
+                b = (off_in[qi] + C_in[ki] - _before(C_in, prei + roff_in[R1] - mlo_in)
+                     - pa_in[ki] - v)
+                p1 = max(p0, pa_in[ki] + v)
+                p2 = min(p0 + n, pa_in[ki] + ni + v)
+                if do_float:
+                    wt = wts[w]
+                    if wt != 0.0:
+                        for p in range(p1, p2):
+                            out[idx + p - p0] += wt * a[b + p]
+                if L > 0 and ind[w]:
+                    for p in range(p1, p2):
+                        _add_limbs(cout, idx + p - p0, ca, b + p, L)
+            if do_float:
+                for k in range(idx, idx + n):
+                    x = out[k] * inv
+                    out[k] = x
+                    lm = max(lm, x)
+            idx += n
         if do_float:
             pmax[q] = lm
 
 
-@njit(inline="always")
-def _in_index(base, si, v, sl, p, i, R1, roff_in, st_in, nl_in, plo_in, derived):
-    """Stored index of the state before cell (i, .) took value v (output state: prefix
-    partial index base, row i at si, last row at sl, column sum p)."""
-    if i == R1:
-        q = base
-        sli = sl + v
-    else:
-        q = base + (si + v - roff_in[i]) * st_in[i]
-        sli = sl
-    return q * nl_in + (p - v - plo_in if derived else sli - roff_in[R1])
-
-
-@njit(inline="always")
-def _out_index(base, si, v, sl, p, i, R1, roff_out, st_out, nl_out, plo_out, derived):
-    """Stored index of the state after cell (i, .) takes value v from (si, sl, p)."""
-    if i == R1:
-        q = base
-        slo = sl - v
-    else:
-        q = base + (si - v - roff_out[i]) * st_out[i]
-        slo = sl
-    return q * nl_out + (p + v - plo_out if derived else slo - roff_out[R1])
-
-
 @njit(parallel=True)
-def _cell_bwd(a, bout, marg, b_next, i, roff_in, rsize_in, roff_out, rsize_out, coff_in,
-              coff_out, lo, wts, derived, start_sum, plo_in, phi_in, plo_out, phi_out):
-    """bout[s, p] = sum_v w[v] b_next[s - v e_i, p + v]; marg[v] += a[s, p] w[v] b_next[..]."""
-    nc_in = a.shape[1]
-    nc_out = b_next.shape[1]
-    R1 = rsize_in.shape[0] - 1
-    st_in, npre, nl_in = _layout(rsize_in, derived, plo_in, phi_in)
-    st_out, _, nl_out = _layout(rsize_out, derived, plo_out, phi_out)
+def _cell_bwd(a, bout, marg, b_next, i, roff_in, rsize_in, C_in, pa_in, mlo_in, off_in,
+              roff_out, rsize_out, C_out, pa_out, mlo_out, off_out, plo_out, phi_out, lo, wts,
+              fixed):
+    """bout[s, p] = sum_v w[v] b_next[s - v e_i, p + v]; marg[v] += a[s, p] w[v] b_next[..]
+    (``fixed``: as in :func:`_cell_fwd`)."""
+    R1 = roff_in.shape[0] - 1
+    st_in = _strides(rsize_in)
+    st_out = _strides(rsize_out)
+    npre = off_in.shape[0] - 1
+    nm_in = pa_in.shape[0]
+    nm_out = pa_out.shape[0]
     W = wts.shape[0]
     nch = min(_NCHUNK, npre)
     loc = np.zeros((nch, W))
     for ch in prange(nch):
         for q in range(ch * npre // nch, (ch + 1) * npre // nch):
-            base = 0
-            si = 0
-            pre = 0
-            for k in range(R1):
-                sk = roff_in[k] + (q // st_in[k]) % rsize_in[k]
-                pre += sk
-                if k == i:
-                    si = sk
-                else:
-                    base += (sk - roff_out[k]) * st_out[k]
-            lo_l, hi_l = _last_range(roff_in, rsize_in, derived, start_sum, pre, plo_in, phi_in)
-            for sl in range(lo_l, hi_l + 1):
-                p = start_sum - pre - sl
-                idx = q * nl_in + (p - plo_in if derived else sl - roff_in[R1])
+            base, si, pre = _decode(q, i, roff_in, rsize_in, st_in, roff_out, st_out)
+            idx = off_in[q]
+            sl0, sl1 = _live_sl(pre, roff_in, rsize_in, R1, mlo_in, nm_in)
+            for sl in range(sl0, sl1):
+                ki = pre + sl - mlo_in
+                n = C_in[ki + 1] - C_in[ki]
+                p0 = pa_in[ki]
                 if i == R1:
                     si = sl
-                vmin = si - (roff_out[i] + rsize_out[i] - 1)
-                vmax = si - roff_out[i]
-                if derived:
-                    vmin = max(vmin, plo_out - p)
-                    vmax = min(vmax, phi_out - p)
-                wmin = max(vmin - lo, 0)
-                wmax = min(vmax - lo, W - 1)
-                for cc in range(nc_in):
-                    c = coff_in + cc
-                    w0, w1 = wmin, wmax
-                    if not derived:
-                        w0 = max(w0, coff_out - c - lo)
-                        w1 = min(w1, coff_out + nc_out - 1 - c - lo)
-                    x = a[idx, cc]
+                # v keeps row i in the output box and m - v among the output's live m
+                # and p + v in the output's interval for some p of the line
+                wmin = max(si - (roff_out[i] + rsize_out[i] - 1),
+                           pre + sl - mlo_out - nm_out + 1, plo_out - (p0 + n - 1))
+                wmax = min(si - roff_out[i], pre + sl - mlo_out, phi_out - p0)
+                if fixed:               # one p a line, every output m in range is live
+                    k0 = ki + mlo_in - mlo_out
+                    x = a[idx]
                     acc = 0.0
-                    for w in range(w0, w1 + 1):
+                    for w in range(max(wmin - lo, 0), min(wmax - lo, W - 1) + 1):
+                        wt = wts[w]
+                        if wt == 0.0:
+                            continue
                         v = lo + w
-                        o = _out_index(base, si, v, sl, p, i, R1, roff_out, st_out, nl_out,
-                                       plo_out, derived)
-                        c2 = 0 if derived else c + v - coff_out
-                        t = wts[w] * b_next[o, c2]
+                        if i == R1:
+                            b = (off_out[base] + k0 - v
+                                 - _before(C_out, pre + roff_out[R1] - mlo_out))
+                        else:
+                            b = (off_out[base + (si - v - roff_out[i]) * st_out[i]] + k0 - v
+                                 - _before(C_out, pre - v + roff_out[R1] - mlo_out))
+                        t = wt * b_next[b]
                         acc += t
                         if x != 0.0:
                             loc[ch, w] += x * t
-                    bout[idx, cc] = acc
+                    bout[idx] = acc
+                    idx += 1
+                    continue
+                for w in range(max(wmin - lo, 0), min(wmax - lo, W - 1) + 1):
+                    wt = wts[w]
+                    if wt == 0.0:
+                        continue
+                    v = lo + w
+                    ko = ki + mlo_in - v - mlo_out
+                    if ko < 0 or ko >= nm_out:
+                        continue
+                    no = C_out[ko + 1] - C_out[ko]
+                    if no == 0:
+                        continue
+                    if i == R1:
+                        qo = base
+                        preo = pre
+                    else:
+                        qo = base + (si - v - roff_out[i]) * st_out[i]
+                        preo = pre - v
+                    # the output state (row i's sum down by v, p + v) is stored at b + p
+                    b = (off_out[qo] + C_out[ko] - _before(C_out, preo + roff_out[R1] - mlo_out)
+                         - pa_out[ko] + v)
+                    p1 = max(p0, pa_out[ko] - v)
+                    p2 = min(p0 + n, pa_out[ko] + no - v)
+                    acc = 0.0
+                    for p in range(p1, p2):
+                        t = wt * b_next[b + p]
+                        bout[idx + p - p0] += t
+                        x = a[idx + p - p0]
+                        if x != 0.0:
+                            acc += x * t
+                    loc[ch, w] += acc
+                idx += n
     for ch in range(nch):
         for w in range(W):
             marg[w] += loc[ch, w]
 
 
 @njit(parallel=True)
-def _col_fwd(a, ca, out, cout, roff, rsize, coff, start_sum, plo, phi, clo, kw, kind, derived,
-             do_float, L, inv, pmax):
-    """out[s, 0] = sum_p a[s, p] k(p) (derived: p = start_sum - sum(s), one stored value
-    per prefix before and after)."""
-    nc = a.shape[1] if do_float else ca.shape[1]
-    R1 = rsize.shape[0] - 1
-    st, npre, nl = _layout(rsize, derived, plo, phi)
+def _col_fwd(a, ca, out, cout, roff, rsize, C_in, pa_in, mlo_in, off_in, C_out, mlo_out,
+             off_out, clo, kw, kind, do_float, L, inv, pmax):
+    """out[s] = inv sum_p a[s, p] k(p): the column's total p weighed, p reset to 0 (the box
+    of rows is the same before and after)."""
+    R1 = roff.shape[0] - 1
+    st = _strides(rsize)
+    npre = off_in.shape[0] - 1
+    nm_in = C_in.shape[0] - 1
+    nm_out = C_out.shape[0] - 1
     W = kw.shape[0]
     for q in prange(npre):
+        pre = _decode(q, -1, roff, rsize, st, roff, st)[2]
+        idx = off_in[q]
+        o0 = off_out[q] - _before(C_out, pre + roff[R1] - mlo_out)
         lm = 0.0
-        pre = 0
-        for k in range(R1):
-            pre += roff[k] + (q // st[k]) % rsize[k]
-        lo_l, hi_l = _last_range(roff, rsize, derived, start_sum, pre, plo, phi)
-        for sl in range(lo_l, hi_l + 1):
-            idx = q * nl + (start_sum - pre - sl - plo if derived else sl - roff[R1])
-            acc = 0.0
-            for cc in range(nc):
-                tot = start_sum - pre - sl if derived else coff + cc
-                w = tot - clo
-                if w < 0 or w >= W:
-                    continue
+        sl0, sl1 = _live_sl(pre, roff, rsize, R1, mlo_in, nm_in)
+        for sl in range(sl0, sl1):
+            ki = pre + sl - mlo_in
+            ni = C_in[ki + 1] - C_in[ki]
+            ko = pre + sl - mlo_out
+            if ko >= 0 and ko < nm_out:
+                o = o0 + C_out[ko]
+                p0 = pa_in[ki]
+                acc = 0.0
+                for p in range(max(p0, clo), min(p0 + ni, clo + W)):
+                    if do_float:
+                        acc += a[idx + p - p0] * kw[p - clo]
+                    if L > 0 and kind[p - clo]:
+                        _add_limbs(cout, o, ca, idx + p - p0, L)
                 if do_float:
-                    acc += a[idx, cc] * kw[w]
-                if L > 0 and kind[w]:
-                    _add_limbs(cout, idx, 0, ca, idx, cc, L)
-            if do_float:
-                out[idx, 0] = acc * inv
-                lm = max(lm, acc * inv)
+                    out[o] = acc * inv
+                    lm = max(lm, acc * inv)
+            idx += ni
         if do_float:
             pmax[q] = lm
 
 
-@njit
-def _col_bwd(a, bout, marg, b_next, roff, rsize, coff, start_sum, plo, phi, clo, kw, derived):
-    """bout[s, p] = k(p) b_next[s, 0]; marg[p] += a[s, p] k(p) b_next[s, 0]."""
-    nc = a.shape[1]
-    R1 = rsize.shape[0] - 1
-    st, npre, nl = _layout(rsize, derived, plo, phi)
+@njit(parallel=True)
+def _col_bwd(a, bout, marg, b_next, roff, rsize, C_in, pa_in, mlo_in, off_in, C_out, mlo_out,
+             off_out, clo, kw):
+    """bout[s, p] = k(p) b_next[s]; marg[p] += a[s, p] k(p) b_next[s]."""
+    R1 = roff.shape[0] - 1
+    st = _strides(rsize)
+    npre = off_in.shape[0] - 1
+    nm_in = C_in.shape[0] - 1
+    nm_out = C_out.shape[0] - 1
     W = kw.shape[0]
-    for q in range(npre):
-        pre = 0
-        for k in range(R1):
-            pre += roff[k] + (q // st[k]) % rsize[k]
-        lo_l, hi_l = _last_range(roff, rsize, derived, start_sum, pre, plo, phi)
-        for sl in range(lo_l, hi_l + 1):
-            idx = q * nl + (start_sum - pre - sl - plo if derived else sl - roff[R1])
-            for cc in range(nc):
-                tot = start_sum - pre - sl if derived else coff + cc
-                w = tot - clo
-                if w < 0 or w >= W:
-                    continue
-                t = kw[w] * b_next[idx, 0]
-                bout[idx, cc] = t
-                if kw[w] != 0.0:
-                    marg[w] += a[idx, cc] * t
+    nch = min(_NCHUNK, npre)
+    loc = np.zeros((nch, W))
+    for ch in prange(nch):
+        for q in range(ch * npre // nch, (ch + 1) * npre // nch):
+            pre = _decode(q, -1, roff, rsize, st, roff, st)[2]
+            idx = off_in[q]
+            o0 = off_out[q] - _before(C_out, pre + roff[R1] - mlo_out)
+            sl0, sl1 = _live_sl(pre, roff, rsize, R1, mlo_in, nm_in)
+            for sl in range(sl0, sl1):
+                ki = pre + sl - mlo_in
+                ni = C_in[ki + 1] - C_in[ki]
+                ko = pre + sl - mlo_out
+                if ko >= 0 and ko < nm_out:
+                    p0 = pa_in[ki]
+                    bn = b_next[o0 + C_out[ko]]
+                    for p in range(max(p0, clo), min(p0 + ni, clo + W)):
+                        t = kw[p - clo] * bn
+                        bout[idx + p - p0] = t
+                        if t != 0.0:
+                            loc[ch, p - clo] += a[idx + p - p0] * t
+                idx += ni
+    for ch in range(nch):
+        for w in range(W):
+            marg[w] += loc[ch, w]
 
 
 @njit(parallel=True)
-def _cell_draw(a, sidx, scc, u, vals, i, roff_in, rsize_in, roff_out, rsize_out, coff_in,
-               coff_out, lo, wts, derived, start_sum, plo_in, phi_in, plo_out, phi_out):
-    """Backward sampling through cell (i, .): each draw d in the state (sidx[d], scc[d])
-    after the cell moves to the state before it, the cell's value v picked with
-    probability proportional to w[v] a[s + v e_i, p - v] (the terms :func:`_cell_bwd`
-    sums) by the uniform u[d]; vals[d] = v (lo - 1 when every term is 0)."""
-    nc_in = a.shape[1]
-    R1 = rsize_in.shape[0] - 1
-    st_in, _, nl_in = _layout(rsize_in, derived, plo_in, phi_in)
-    st_out, _, nl_out = _layout(rsize_out, derived, plo_out, phi_out)
+def _cell_draw(a, sq, ssl, sp, u, vals, i, roff_in, rsize_in, C_in, pa_in, mlo_in, off_in,
+               plo_in, phi_in, roff_out, rsize_out, lo, wts):
+    """Backward sampling through cell (i, .): each draw d in the state (prefix sq[d], last
+    row ssl[d], column sum sp[d]) after the cell moves to the state before it, the cell's
+    value v picked with probability proportional to w[v] a[s + v e_i, p - v] (the terms
+    :func:`_cell_bwd` sums) by the uniform u[d]; vals[d] = v (lo - 1 when every term is
+    0)."""
+    R1 = roff_out.shape[0] - 1
+    st_in = _strides(rsize_in)
+    st_out = _strides(rsize_out)
+    nm_in = pa_in.shape[0]
     W = wts.shape[0]
-    for d in prange(sidx.shape[0]):
-        idx = sidx[d]
-        cc = scc[d]
-        q = idx // nl_out
-        line = idx - q * nl_out
-        base = 0
-        si = 0
-        pre = 0
-        for k in range(R1):
-            sk = roff_out[k] + (q // st_out[k]) % rsize_out[k]
-            pre += sk
-            if k == i:
-                si = sk
-            else:
-                base += (sk - roff_in[k]) * st_in[k]
-        if derived:
-            p = plo_out + line
-            sl = start_sum - pre - p
-        else:
-            sl = roff_out[R1] + line
-            p = start_sum - pre - sl
+    for d in prange(sq.shape[0]):
+        q = sq[d]
+        sl = ssl[d]
+        p = sp[d]
+        base, si, pre = _decode(q, i, roff_out, rsize_out, st_out, roff_in, st_in)
         if i == R1:
             si = sl
-        vmin = roff_in[i] - si
-        vmax = roff_in[i] + rsize_in[i] - 1 - si
-        if derived:
-            vmin = max(vmin, p - phi_in)
-            vmax = min(vmax, p - plo_in)
-        w0 = max(vmin - lo, 0)
-        w1 = min(vmax - lo, W - 1)
-        c = coff_out + cc
-        if not derived:
-            w0 = max(w0, c - coff_in - nc_in + 1 - lo)
-            w1 = min(w1, c - coff_in - lo)
+        wmin = max(max(roff_in[i] - si, mlo_in - pre - sl, p - phi_in) - lo, 0)
+        wmax = min(min(roff_in[i] + rsize_in[i] - 1 - si, mlo_in + nm_in - 1 - pre - sl,
+                       p - plo_in) - lo, W - 1)
         tot = 0.0
-        for w in range(w0, w1 + 1):
-            oi = _in_index(base, si, lo + w, sl, p, i, R1, roff_in, st_in, nl_in, plo_in,
-                           derived)
-            tot += wts[w] * a[oi, 0 if derived else c - lo - w - coff_in]
-        target = u[d] * tot
-        acc = 0.0
         pick = -1
-        for w in range(w0, w1 + 1):
-            oi = _in_index(base, si, lo + w, sl, p, i, R1, roff_in, st_in, nl_in, plo_in,
-                           derived)
-            t = wts[w] * a[oi, 0 if derived else c - lo - w - coff_in]
-            if t > 0.0:
-                pick = w
-                acc += t
-                if acc > target:
-                    break
+        for rep in range(2):            # the sum of the terms, then the pick
+            target = u[d] * tot
+            acc = 0.0
+            pick = -1
+            for w in range(wmin, wmax + 1):
+                v = lo + w
+                ki = pre + sl + v - mlo_in
+                if ki < 0 or ki >= nm_in or wts[w] == 0.0:
+                    continue
+                ni = C_in[ki + 1] - C_in[ki]
+                pin = p - v
+                if pin < pa_in[ki] or pin >= pa_in[ki] + ni:
+                    continue
+                if i == R1:
+                    qi = base
+                    prei = pre
+                else:
+                    qi = base + (si + v - roff_in[i]) * st_in[i]
+                    prei = pre + v
+                t = wts[w] * a[off_in[qi] + C_in[ki]
+                               - _before(C_in, prei + roff_in[R1] - mlo_in) + pin - pa_in[ki]]
+                if rep == 0:
+                    tot += t
+                elif t > 0.0:
+                    pick = w
+                    acc += t
+                    if acc > target:
+                        break
         if pick < 0:
             vals[d] = lo - 1
             continue
         v = lo + pick
         vals[d] = v
-        sidx[d] = _in_index(base, si, v, sl, p, i, R1, roff_in, st_in, nl_in, plo_in, derived)
-        scc[d] = 0 if derived else c - v - coff_in
+        if i == R1:
+            sq[d] = base
+            ssl[d] = sl + v
+        else:
+            sq[d] = base + (si + v - roff_in[i]) * st_in[i]
+        sp[d] = p - v
 
 
 @njit(parallel=True)
-def _col_draw(a, scc, sidx, u, coff, clo, kw):
-    """Backward sampling through a column's total (rows' remaining sums unchanged, not
-    derived): each draw picks the column's sum p = coff + scc with probability
-    proportional to a[s, p] k(p) (the terms :func:`_col_bwd` sums) by the uniform u[d]
-    (scc[d] = -1 when every term is 0)."""
-    nc = a.shape[1]
+def _col_draw(a, sq, ssl, sp, u, vals, roff, rsize, C_in, pa_in, mlo_in, off_in, clo, kw):
+    """Backward sampling through a column's total: each draw in the state (sq[d], ssl[d],
+    p = 0) after the column closed picks its sum p with probability proportional to
+    a[s, p] k(p) (the terms :func:`_col_bwd` sums) by the uniform u[d]; sp[d] = vals[d] = p
+    (vals[d] = clo - 1 when every term is 0)."""
+    R1 = roff.shape[0] - 1
+    st = _strides(rsize)
     W = kw.shape[0]
-    for d in prange(sidx.shape[0]):
-        idx = sidx[d]
-        c0 = max(clo - coff, 0)
-        c1 = min(clo + W - 1 - coff, nc - 1)
+    for d in prange(sq.shape[0]):
+        q = sq[d]
+        sl = ssl[d]
+        pre = _decode(q, -1, roff, rsize, st, roff, st)[2]
+        ki = pre + sl - mlo_in
+        if ki < 0 or ki >= pa_in.shape[0]:
+            vals[d] = clo - 1
+            continue
+        p0 = pa_in[ki]
+        ni = C_in[ki + 1] - C_in[ki]
+        at = off_in[q] + C_in[ki] - _before(C_in, pre + roff[R1] - mlo_in) - p0
+        p1 = max(p0, clo)
+        p2 = min(p0 + ni, clo + W)
         tot = 0.0
-        for cc in range(c0, c1 + 1):
-            tot += a[idx, cc] * kw[coff + cc - clo]
+        for p in range(p1, p2):
+            tot += a[at + p] * kw[p - clo]
         target = u[d] * tot
         acc = 0.0
-        pick = -1
-        for cc in range(c0, c1 + 1):
-            t = a[idx, cc] * kw[coff + cc - clo]
+        pick = clo - 1
+        for p in range(p1, p2):
+            t = a[at + p] * kw[p - clo]
             if t > 0.0:
-                pick = cc
+                pick = p
                 acc += t
                 if acc > target:
                     break
-        scc[d] = pick
+        vals[d] = pick
+        sp[d] = pick
 
 
 @njit(parallel=True)
@@ -477,9 +563,10 @@ def _rescale(a):
     return 0.0
 
 
-def boxes(row_lo_hi, lo, hi, clo, chi, derived):
+def boxes(row_lo_hi, lo, hi, clo, chi, glo, ghi):
     """Per-stage boxes of reachable states: steps, row offsets and sizes (stage, r),
-    column-sum intervals plo, phi (stage,) and the stored column-axis size (1 if derived)."""
+    column-sum intervals plo, phi (stage,) and the intervals slo, shi (stage,) of sigma,
+    the total of the columns not yet closed (grand total window ``glo..ghi``)."""
     r, c = lo.shape
     steps = []
     for j in range(c):
@@ -492,15 +579,24 @@ def boxes(row_lo_hi, lo, hi, clo, chi, derived):
     for j in range(c - 1, -1, -1):
         fut_lo[:, j] = fut_lo[:, j + 1] + lo[:, j]
         fut_hi[:, j] = fut_hi[:, j + 1] + hi[:, j]
+    # sigma in column j: the open columns' windows, and the grand total less the closed ones
+    open_lo = np.concatenate([np.cumsum(clo[::-1])[::-1], [0]])
+    open_hi = np.concatenate([np.cumsum(chi[::-1])[::-1], [0]])
+    shut_lo = np.concatenate([[0], np.cumsum(clo)])
+    shut_hi = np.concatenate([[0], np.cumsum(chi)])
+    sig_lo = np.maximum(open_lo, glo - shut_hi)
+    sig_hi = np.minimum(open_hi, ghi - shut_lo)
     rlo = np.maximum(row_lo_hi[:, 0], fut_lo[:, 0])
     rhi = np.minimum(row_lo_hi[:, 1], fut_hi[:, 0])
-    roffs, rsizes, plos, phis = [], [], [], []
+    roffs, rsizes, plos, phis, slos, shis = [], [], [], [], [], []
     cl, ch = 0, 0
     for kind, i, j in steps:
         roffs.append(rlo.copy())
         rsizes.append(np.maximum(rhi - rlo + 1, 0))
         plos.append(cl)
         phis.append(ch)
+        slos.append(sig_lo[j])
+        shis.append(sig_hi[j])
         if kind == "cell":
             rlo = rlo.copy()
             rhi = rhi.copy()
@@ -516,29 +612,82 @@ def boxes(row_lo_hi, lo, hi, clo, chi, derived):
     rsizes.append(np.maximum(rhi - rlo + 1, 0))
     plos.append(0)
     phis.append(0)
-    plos, phis = np.array(plos, np.int64), np.array(phis, np.int64)
-    csizes = np.ones(len(plos), np.int64) if derived else np.maximum(phis - plos + 1, 0)
-    return steps, np.array(roffs), np.array(rsizes), plos, phis, csizes
+    slos.append(sig_lo[c])
+    shis.append(sig_hi[c])
+    return (steps, np.array(roffs), np.array(rsizes), np.array(plos, np.int64),
+            np.array(phis, np.int64), np.array(slos, np.int64), np.array(shis, np.int64))
 
 
-def _stored(rsizes, plos, phis, csizes, derived):
-    """Stored states per stage: prefix box x line (last row, or derived the column sum)."""
-    pre = np.prod(rsizes[:, :-1].astype(float), axis=1)
-    line = np.maximum(phis - plos + 1, 0) if derived else rsizes[:, -1]
-    return pre * line * csizes
+def lines(roff, rsize, plo, phi, slo, shi):
+    """One stage's lines: ``(mlo, C, pa)`` -- the least live m = sum(s) (p has a value in
+    both intervals from m to the greatest live m, and none elsewhere), the running count C
+    of the live values of p over those m (``C[k]``: those of m < mlo + k) and the first
+    live value pa of p at each of them."""
+    if not (rsize > 0).all() or plo > phi or slo > shi:
+        return 0, np.zeros(1, np.int64), np.zeros(0, np.int64)
+    # live m: p = sigma - m in both intervals for some sigma, an interval of m
+    first = max(int(roff.sum()), slo - phi)
+    last = min(int((roff + rsize - 1).sum()), shi - plo)
+    m = first + np.arange(max(last - first + 1, 0))
+    pa = np.maximum(plo, slo - m)
+    n = np.minimum(phi, shi - m) - pa + 1
+    return first, np.concatenate([[0], np.cumsum(n)]).astype(np.int64), pa.astype(np.int64)
 
 
-def stage_states(row_lo_hi, lo, cw, clo, kw, derived):
-    """Number of stored states of every stage (the inputs of each step, and the end)."""
-    hi = lo + np.where(cw > 0, np.arange(cw.shape[2]), -1).max(axis=2)
-    _, _, rsizes, plos, phis, csizes = boxes(row_lo_hi, lo, hi, clo, clo + kw.shape[1] - 1,
-                                             derived)
-    return _stored(rsizes, plos, phis, csizes, derived)
+def _box_sums(rsize):
+    """How many states of the box have each sum m (offset from the least): float64."""
+    cnt = np.ones(1)
+    for k in rsize:
+        if k <= 0:
+            return np.zeros(0)
+        cs = np.concatenate([[0.0], np.cumsum(np.concatenate([cnt, np.zeros(k - 1)]))])
+        idx = np.arange(cnt.size + k - 1)
+        cnt = cs[idx + 1] - cs[np.maximum(idx + 1 - k, 0)]
+    return cnt
 
 
-def n_states(row_lo_hi, lo, cw, clo, kw, derived):
+def _stored(roffs, rsizes, lns):
+    """Stored (live) states per stage: the box's states by their sum m times the live
+    values of p at each m (float64), from each stage's lines (:func:`lines`)."""
+    per = np.zeros(len(lns))
+    for t, (mlo, C, _) in enumerate(lns):
+        n = np.diff(C).astype(float)
+        if n.size:
+            k = mlo - int(roffs[t].sum())     # the live m's place among the box's sums
+            per[t] = float(_box_sums(rsizes[t])[k:k + n.size] @ n)
+    return per
+
+
+def _lines_of(roffs, rsizes, plos, phis, slos, shis):
+    """Every stage's :func:`lines`."""
+    return [lines(roffs[t], rsizes[t], plos[t], phis[t], slos[t], shis[t])
+            for t in range(len(plos))]
+
+
+def _stage_arrays(start, row_lo_hi, lo, cind, clo, kind):
+    """Boxes (:func:`boxes`) from the possible values of the cells and column totals."""
+    W = cind.shape[2]
+    hi = lo + np.where(cind, np.arange(W), -1).max(axis=2)
+    Wc = kind.shape[1]
+    chi = clo + np.where(kind, np.arange(Wc), -1).max(axis=1)
+    clo_live = clo + np.argmax(kind, axis=1)
+    grand_lo, grand_lw = start[2], np.asarray(start[3])
+    fin = np.flatnonzero(np.isfinite(grand_lw))
+    glo, ghi = (grand_lo + fin[0], grand_lo + fin[-1]) if fin.size else (1, 0)
+    return boxes(row_lo_hi, lo, hi, clo_live, chi, glo, ghi)
+
+
+def stage_states(start, row_lo_hi, lo, cw, clo, kw):
+    """Number of stored (live) states of every stage (the inputs of each step, and the
+    end)."""
+    _, roffs, rsizes, plos, phis, slos, shis = _stage_arrays(start, row_lo_hi, lo, cw > 0,
+                                                             clo, kw > 0)
+    return _stored(roffs, rsizes, _lines_of(roffs, rsizes, plos, phis, slos, shis))
+
+
+def n_states(start, row_lo_hi, lo, cw, clo, kw):
     """(largest stage, sum over stages) of the number of stored states."""
-    per = stage_states(row_lo_hi, lo, cw, clo, kw, derived)
+    per = stage_states(start, row_lo_hi, lo, cw, clo, kw)
     return float(per.max()), float(per.sum())
 
 
@@ -546,8 +695,8 @@ def start_weights(roff, rsize, start, indicator: bool = False):
     """Weights of every vector of row totals in the box ``roff + [0, rsize)`` (mixed radix,
     last row fastest): the row totals' log-weights plus the grand total's (a function of
     their sum), from ``start = (row_lo (r,), row_lw (r, Wr), grand_lo, grand_lw (Wg,))``.
-    Returns ``(weights, log scale)``: ``exp(lw - scale)`` with the largest weight 1
-    (``indicator``: 1.0 where the weight is positive, scale 0)."""
+    Returns ``(weights, log scale, sums)``: ``exp(lw - scale)`` with the largest weight 1
+    (``indicator``: 1.0 where the weight is positive, scale 0) and each vector's sum."""
     row_lo, row_lw, grand_lo, grand_lw = start
     lw = np.zeros(1)
     tot = np.zeros(1, np.int64)
@@ -566,81 +715,91 @@ def start_weights(roff, rsize, start, indicator: bool = False):
     lw = lw + glw
     fin = np.isfinite(lw)
     if indicator:
-        return fin.astype(float), 0.0
+        return fin.astype(float), 0.0, tot
     mx = lw[fin].max() if fin.any() else 0.0
-    return np.where(fin, np.exp(lw - mx), 0.0), float(mx)
+    return np.where(fin, np.exp(lw - mx), 0.0), float(mx), tot
 
 
-def run(start, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums,
-        limbs=0, posterior=True, max_states=2e8):
+def run(start, row_lo_hi, lo, cw, cind, clo, kw, kind, limbs=0, posterior=True,
+        max_states=2e8):
     """See :func:`_run` (small problems run on one thread)."""
-    W = cw.shape[2]
-    hi = lo + np.where(cind, np.arange(W), -1).max(axis=2)
-    _, _, rsizes, plos, phis, csizes = boxes(row_lo_hi, lo, hi, clo, clo + kw.shape[1] - 1,
-                                             derived)
-    work = float(_stored(rsizes, plos, phis, csizes, derived).sum()) * max(W, 1)
+    dp = _Stages(start, row_lo_hi, lo, cw, cind, clo, kw, kind, limbs, posterior)
+    work = float(dp.per.sum()) * max(cw.shape[2], 1)
     # weights beyond the floats' range show in the result (log_z inf or NaN), which the
     # caller checks and answers by re-anchoring the weights: no warning on the way
     with parallel_region(), threads_for(work), \
             np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        return _run(start, row_lo_hi, lo, cw, cind, clo, kw, kind, derived,
-                    col_start_sums, limbs, posterior, max_states)
+        return _run(dp, max_states)
 
 
 class _Stages:
-    """One table DP: its steps, the boxes of every stage (:func:`boxes`), their stored
-    sizes and the forward step.  The posterior (:func:`_run`) and the draws
-    (:func:`_sample`) share the forward pass and the stage-by-stage walk back."""
+    """One table DP: its steps, the boxes and lines of every stage (:func:`boxes`,
+    :func:`lines`), their stored sizes and the forward step.  The posterior
+    (:func:`_run`) and the draws (:func:`_sample`) share the forward pass and the
+    stage-by-stage walk back."""
 
-    def __init__(self, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums,
-                 limbs=0, posterior=True):
-        W = cw.shape[2]
-        hi = lo + np.where(cind, np.arange(W), -1).max(axis=2)
-        chi = clo + kw.shape[1] - 1
-        (self.steps, self.roffs, self.rsizes, self.plos, self.phis,
-         self.csizes) = boxes(row_lo_hi, lo, hi, clo, chi, derived)
-        self.per = _stored(self.rsizes, self.plos, self.phis, self.csizes, derived)
+    def __init__(self, start, row_lo_hi, lo, cw, cind, clo, kw, kind, limbs=0,
+                 posterior=True):
+        (self.steps, self.roffs, self.rsizes, self.plos, self.phis, self.slos,
+         self.shis) = _stage_arrays(start, row_lo_hi, lo, cind, clo, kind)
+        self.lines = _lines_of(self.roffs, self.rsizes, self.plos, self.phis, self.slos,
+                               self.shis)
+        self.per = _stored(self.roffs, self.rsizes, self.lines)
+        self.start = start
         self.lo, self.cw, self.cind, self.clo, self.kw, self.kind = lo, cw, cind, clo, kw, kind
-        self.derived, self.col_start_sums = derived, col_start_sums
         self.L, self.posterior = int(limbs), posterior
-        self.f1 = np.zeros((1, 1))
-        self.u1 = np.zeros((1, 1, 1), np.uint64)
-        self.sizes = None
+        self.f1 = np.zeros(1)
+        self.u1 = np.zeros((1, 1), np.uint64)
+        self._off = {}
 
     def live(self) -> bool:
-        """False when some stage has no reachable state (no table at all)."""
-        rsizes, csizes, plos, phis = self.rsizes, self.csizes, self.plos, self.phis
-        if (rsizes == 0).any() or (csizes == 0).any() or (phis < plos).any():
-            return False
-        if self.derived and ((rsizes[0] != 1).any()
-                             or self.col_start_sums[0] != self.roffs[0].sum()):
-            return False               # derived: one start state, and it must be live
-        # per[t] counts stored states over both axes: prefix x line first, column sums second
-        self.sizes = [(int(self.per[t]) // int(self.csizes[t]), int(self.csizes[t]))
-                      for t in range(len(self.steps) + 1)]
-        return True
+        """False when some stage has no live state (no table at all)."""
+        return bool((self.per > 0).all()) and bool((self.roffs[-1] == 0).all())
+
+    def layout(self, t):
+        """Stage t's ``(roff, rsize, C, pa, mlo, off)``; the offsets of the last few
+        stages asked for are kept."""
+        if t not in self._off:
+            if len(self._off) >= 4:
+                self._off.pop(next(iter(self._off)))
+            mlo, C, _ = self.lines[t]
+            self._off[t] = _offsets(self.roffs[t], self.rsizes[t], C, mlo)
+        mlo, C, pa = self.lines[t]
+        return self.roffs[t], self.rsizes[t], C, pa, mlo, self._off[t]
+
+    def size(self, t) -> int:
+        """Stored states of stage t."""
+        return int(self.layout(t)[5][-1])
 
     def step(self, t, a, ca, inv):
         """Stage t -> t + 1: (out, cout, pmax); ``ca`` None: no count."""
         kd, i, j = self.steps[t]
-        roffs, rsizes, plos, phis = self.roffs, self.rsizes, self.plos, self.phis
-        derived, L, posterior, u1 = self.derived, self.L, self.posterior, self.u1
-        out = np.zeros(self.sizes[t + 1]) if posterior else self.f1
-        cout = np.zeros(self.sizes[t + 1] + (L,), np.uint64) if L and ca is not None else u1
-        pmax = np.zeros(_layout(rsizes[t + 1], derived, plos[t + 1], phis[t + 1])[1]
-                        if kd == "cell" else _layout(rsizes[t], derived, plos[t], phis[t])[1])
+        L, posterior, u1 = self.L, self.posterior, self.u1
+        ri, si_, Ci, pai, mi, oi = self.layout(t)
+        ro, so, Co, pao, mo, oo = self.layout(t + 1)
+        n_out = int(oo[-1])
+        out = np.zeros(n_out) if posterior else self.f1
+        cout = np.zeros((n_out, L), np.uint64) if L and ca is not None else u1
+        pmax = np.zeros(oo.shape[0] - 1)
         Lt = L if ca is not None else 0
-        ss = int(self.col_start_sums[j])
         if kd == "cell":
-            _cell_fwd(a, ca if Lt else u1, out, cout, i, roffs[t], rsizes[t], roffs[t + 1],
-                      rsizes[t + 1], plos[t], plos[t + 1], self.lo[i, j], self.cw[i, j],
-                      self.cind[i, j], derived, ss, plos[t], phis[t], plos[t + 1], phis[t + 1],
-                      posterior, Lt, inv, pmax)
+            _cell_fwd(a, ca if Lt else u1, out, cout, i, ri, si_, Ci, pai, mi, oi,
+                      self.plos[t], self.phis[t], ro, so, Co, pao, mo, oo, self.lo[i, j],
+                      self.cw[i, j], self.cind[i, j], posterior, Lt, inv, pmax,
+                      self.slos[t] == self.shis[t])
         else:
-            _col_fwd(a, ca if Lt else u1, out, cout, roffs[t], rsizes[t], plos[t], ss, plos[t],
-                     phis[t], self.clo[j], self.kw[j], self.kind[j], derived, posterior, Lt, inv,
-                     pmax)
+            _col_fwd(a, ca if Lt else u1, out, cout, ri, si_, Ci, pai, mi, oi, Co, mo, oo,
+                     self.clo[j], self.kw[j], self.kind[j], posterior, Lt, inv, pmax)
         return out, cout, pmax
+
+    def start_states(self, indicator=False):
+        """The start weights of stage 0's live states (and the log scale taken out), and
+        the mask of the live ones in stage 0's box."""
+        roff, rsize = self.roffs[0], self.rsizes[0]
+        w, scale, tot = start_weights(roff, rsize, self.start, indicator)
+        mlo, C, _ = self.lines[0]
+        live = (tot >= mlo) & (tot < mlo + C.size - 1)
+        return w[live], scale, live
 
     def forward(self, start, keep):
         """The forward pass: ``(fwd, invs, a, ca, inv, logscale, start_scale)`` -- the
@@ -651,14 +810,14 @@ class _Stages:
         a = self.f1
         start_scale = 0.0
         if posterior:
-            a = np.zeros(self.sizes[0])
-            a[:, 0], start_scale = start_weights(self.roffs[0], self.rsizes[0], start)
+            a, start_scale, _ = self.start_states()
         ca = u1
         if L:
-            ca = np.zeros(self.sizes[0] + (L,), np.uint64)
-            ca[:, 0, 0] = start_weights(self.roffs[0], self.rsizes[0], start, True)[0] > 0
+            ind = self.start_states(indicator=True)[0]
+            ca = np.zeros((ind.size, L), np.uint64)
+            ca[:, 0] = ind > 0
         # deferred rescaling: each step multiplies by 1 / (largest entry of its input)
-        m = a.max() if posterior else 1.0
+        m = a.max() if posterior and a.size else 1.0
         inv = 1.0 / m if m > 0.0 else 1.0
         logscale = np.log(m) if m > 0.0 else 0.0
         fwd = {}
@@ -703,12 +862,11 @@ def _plan_memory(dp, max_states, posterior=True):
     return keep
 
 
-def _run(start, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums,
-         limbs=0, posterior=True, max_states=2e8):
+def _run(dp, max_states=2e8):
     """Forward (and backward) pass over the table.
 
-    Parameters
-    ----------
+    Parameters of the DP (:class:`_Stages`)
+    ---------------------------------------
     start : (row_lo (r,), row_lw (r, Wr), grand_lo, grand_lw (Wg,))
         Log-weights of the row totals and of the grand total: the weight of each start
         state (vector of row totals, :func:`start_weights`).
@@ -716,8 +874,6 @@ def _run(start, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums,
     lo, cw, cind : int64 (r, c), float64 (r, c, W), bool (r, c, W)
         cell windows, weights and which values are possible (positive weight)
     clo, kw, kind : int64 (c,), float64 (c, Wc), bool (c, Wc)  the same for column totals
-    derived : bool       every total fixed: no column-sum axis
-    col_start_sums : int64 (c,)  remaining grand total at each column start (derived mode)
     limbs : int          0: no count; L > 0: count modulo 2^(64 L) in the forward pass
     posterior : bool     float weights, evidence and marginals (else count only)
     max_states : float   stored states allowed: every forward stage is kept when they fit,
@@ -729,53 +885,52 @@ def _run(start, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums,
     dict: z, log_z (posterior; without the start weights' ``start_scale``, also returned),
     count (limbs > 0, Python int modulo 2^(64 L)); with
     posterior also normalised cell marginals (r, c, W), column-total marginals (c, Wc)
-    and the start-state marginal with its box (roff0, rsize0).
+    and the start-state marginal over its box (roff0, rsize0).
     """
-    dp = _Stages(row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums, limbs,
-                 posterior)
+    posterior = dp.posterior
     keep = _plan_memory(dp, max_states, posterior)
     res = {"z": 0.0, "log_z": -np.inf, "count": 0, "start_scale": 0.0}
     if not dp.live():
         return res
     L = dp.L
-    fwd, invs, a, ca, inv, logscale, res["start_scale"] = dp.forward(start, keep)
-    roffs, rsizes, plos, phis = dp.roffs, dp.rsizes, dp.plos, dp.phis
-    at_zero = bool((roffs[-1] == 0).all())
-    if L and at_zero:
-        res["count"] = sum(int(x) << (64 * k) for k, x in enumerate(ca[0, 0]))
+    fwd, invs, a, ca, inv, logscale, res["start_scale"] = dp.forward(dp.start, keep)
+    if L:
+        res["count"] = sum(int(x) << (64 * k) for k, x in enumerate(ca[0]))
     if not posterior:
         return res
-    z = a[0, 0] * inv if at_zero else 0.0
+    z = a[0] * inv
     res.update(z=z, log_z=(np.log(z) + logscale) if z > 0 else -np.inf)
     if not z > 0.0:
         return res
-    b = np.zeros_like(a)
-    b[0, 0] = 1.0
+    cw, kw = dp.cw, dp.kw
+    b = np.ones(1)
     cell_m = np.zeros(cw.shape)
     col_m = np.zeros(kw.shape)
     for t, ft in dp.back(fwd, invs):
         kd, i, j = dp.steps[t]
         bout = np.zeros_like(ft)
-        ss = int(col_start_sums[j])
+        ri, si_, Ci, pai, mi, oi = dp.layout(t)
+        ro, so, Co, pao, mo, oo = dp.layout(t + 1)
         if kd == "cell":
-            _cell_bwd(ft, bout, cell_m[i, j], b, i, roffs[t], rsizes[t], roffs[t + 1],
-                      rsizes[t + 1], plos[t], plos[t + 1], lo[i, j], cw[i, j], derived, ss,
-                      plos[t], phis[t], plos[t + 1], phis[t + 1])
+            _cell_bwd(ft, bout, cell_m[i, j], b, i, ri, si_, Ci, pai, mi, oi, ro, so, Co, pao,
+                      mo, oo, dp.plos[t + 1], dp.phis[t + 1], dp.lo[i, j], cw[i, j],
+                      dp.slos[t] == dp.shis[t])
         else:
-            _col_bwd(ft, bout, col_m[j], b, roffs[t], rsizes[t], plos[t], ss, plos[t],
-                     phis[t], clo[j], kw[j], derived)
+            _col_bwd(ft, bout, col_m[j], b, ri, si_, Ci, pai, mi, oi, Co, mo, oo, dp.clo[j],
+                     kw[j])
         del ft
         _rescale(bout)
         b = bout
-    start = fwd[0][:, 0] * b[:, 0]
+    _, _, live = dp.start_states(indicator=True)
+    start = np.zeros(live.size)
+    start[live] = fwd[0] * b
     res.update(cell=cell_m / cell_m.sum(axis=-1, keepdims=True),
                col=col_m / col_m.sum(axis=-1, keepdims=True),
-               start=start / start.sum(), roff0=roffs[0], rsize0=rsizes[0])
+               start=start / start.sum(), roff0=dp.roffs[0], rsize0=dp.rsizes[0])
     return res
 
 
-def sample(start, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums, n, rng,
-           max_states=2e8):
+def sample(start, row_lo_hi, lo, cw, cind, clo, kw, kind, n, rng, max_states=2e8):
     """``n`` independent tables from the exact posterior: forward filtering, backward
     sampling (small problems run on one thread).
 
@@ -792,52 +947,46 @@ def sample(start, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sum
     -------
     dict: z, log_z and ``tables`` int64 (n, r, c) (None when no table has positive weight).
     """
-    W = cw.shape[2]
-    hi = lo + np.where(cind, np.arange(W), -1).max(axis=2)
-    _, _, rsizes, plos, phis, csizes = boxes(row_lo_hi, lo, hi, clo, clo + kw.shape[1] - 1,
-                                             derived)
-    work = float(_stored(rsizes, plos, phis, csizes, derived).sum()) * max(W, 1)
-    with parallel_region(), threads_for(max(work, float(n) * len(plos) * max(W, 1))), \
+    dp = _Stages(start, row_lo_hi, lo, cw, cind, clo, kw, kind)
+    work = float(dp.per.sum()) * max(cw.shape[2], 1)
+    work = max(work, float(n) * len(dp.plos) * max(cw.shape[2], 1))
+    with parallel_region(), threads_for(work), \
             np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # as in run()
-        return _sample(start, row_lo_hi, lo, cw, cind, clo, kw, kind, derived,
-                       col_start_sums, int(n), rng, max_states)
+        return _sample(dp, int(n), rng, max_states)
 
 
-def _sample(start, row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums, n, rng,
-            max_states):
-    dp = _Stages(row_lo_hi, lo, cw, cind, clo, kw, kind, derived, col_start_sums)
+def _sample(dp, n, rng, max_states):
     keep = _plan_memory(dp, max_states)
     res = {"z": 0.0, "log_z": -np.inf, "tables": None}
     if not dp.live():
         return res
-    fwd, invs, a, _, inv, logscale, _ = dp.forward(start, keep)
-    if not (dp.roffs[-1] == 0).all():
-        return res
-    z = a[0, 0] * inv
+    fwd, invs, a, _, inv, logscale, _ = dp.forward(dp.start, keep)
+    z = a[0] * inv
     res.update(z=z, log_z=(np.log(z) + logscale) if z > 0 else -np.inf)
     if not z > 0.0:
         return res
     del a
-    r, c = lo.shape
-    roffs, rsizes, plos, phis = dp.roffs, dp.rsizes, dp.plos, dp.phis
+    r, c = dp.lo.shape
     tables = np.zeros((n, r, c), np.int64)
-    sidx = np.zeros(n, np.int64)           # every draw's state: stored index, column-sum slot
-    scc = np.zeros(n, np.int64)
+    sq = np.zeros(n, np.int64)              # every draw's state: prefix, last row, column sum
+    ssl = np.zeros(n, np.int64)
+    sp = np.zeros(n, np.int64)
     vals = np.zeros(n, np.int64)
     for t, ft in dp.back(fwd, invs):
         kd, i, j = dp.steps[t]
-        ss = int(col_start_sums[j])
+        ri, si_, Ci, pai, mi, oi = dp.layout(t)
         if kd == "cell":
-            _cell_draw(ft, sidx, scc, rng.random(n), vals, i, roffs[t], rsizes[t],
-                       roffs[t + 1], rsizes[t + 1], plos[t], plos[t + 1], lo[i, j], cw[i, j],
-                       derived, ss, plos[t], phis[t], plos[t + 1], phis[t + 1])
-            if (vals < lo[i, j]).any():
+            _cell_draw(ft, sq, ssl, sp, rng.random(n), vals, i, ri, si_, Ci, pai, mi, oi,
+                       dp.plos[t], dp.phis[t], dp.roffs[t + 1], dp.rsizes[t + 1], dp.lo[i, j],
+                       dp.cw[i, j])
+            if (vals < dp.lo[i, j]).any():
                 raise RuntimeError(f"internal error: a draw reached a state of weight 0 at "
                                    f"cell ({i}, {j})")
             tables[:, i, j] = vals
-        elif not derived:                   # derived: the column's sum is fixed, no choice
-            _col_draw(ft, scc, sidx, rng.random(n), plos[t], clo[j], kw[j])
-            if (scc < 0).any():
+        else:
+            _col_draw(ft, sq, ssl, sp, rng.random(n), vals, ri, si_, Ci, pai, mi, oi,
+                      dp.clo[j], dp.kw[j])
+            if (vals < dp.clo[j]).any():
                 raise RuntimeError(f"internal error: a draw reached a state of weight 0 at "
                                    f"column {j}'s total")
         del ft

@@ -71,8 +71,9 @@ class Windows:
 
 
 def _largest_row_last(win: Windows):
-    """With every total fixed the DP stores the last row's sum implicitly (through the
-    column sum): put the row with the largest total last, the others keep their order."""
+    """With every total fixed, put the row with the largest total last (the others keep
+    their order): the DP numbers the other rows' remaining sums in mixed radix and walks
+    the last row's live values within each, so the widest row is the cheapest last."""
     r, _, derived = _prepare(win)
     perm = np.arange(r)
     if derived and r > 1:
@@ -127,14 +128,6 @@ def _lost_mass(ind, w, marg) -> float:
     return float(np.max(np.where(edge[..., :W], marg[..., :W], 0.0), initial=0.0))
 
 
-def _col_starts(win: Windows, derived):
-    c = win.col_lo.shape[0]
-    if not derived:
-        return np.zeros(c, np.int64)
-    N = win.grand_lo
-    return (N - np.concatenate([[0], np.cumsum(win.col_lo)[:-1]])).astype(np.int64)
-
-
 class DPArgs(NamedTuple):
     """The kernel's arguments (:func:`kernels.table_dp.run`), in its order."""
 
@@ -146,12 +139,10 @@ class DPArgs(NamedTuple):
     clo: np.ndarray              #: (c,) first value of each column total's window
     kw: np.ndarray               #: (c, Wc) float weights of the column totals
     kind: np.ndarray             #: (c, Wc) possible column totals
-    derived: bool                #: every total fixed
-    col_start_sums: np.ndarray   #: (c,) remaining grand total at each column's start
 
     def stage_states(self) -> np.ndarray:
-        return table_dp.stage_states(self.row_lo_hi, self.lo, self.cw, self.clo, self.kw,
-                                     self.derived)
+        return table_dp.stage_states(self.start, self.row_lo_hi, self.lo, self.cw, self.clo,
+                                     self.kw)
 
 
 def _args(win: Windows):
@@ -162,8 +153,7 @@ def _args(win: Windows):
     start = (np.asarray(win.row_lo, np.int64), np.asarray(win.row_lw, float),
              int(win.grand_lo), np.asarray(win.grand_lw, float))
     args = DPArgs(start, row_lo_hi, win.cell_lo.astype(np.int64), cw, np.isfinite(win.cell_lw),
-                  win.col_lo.astype(np.int64), kw, np.isfinite(win.col_lw), derived,
-                  _col_starts(win, derived))
+                  win.col_lo.astype(np.int64), kw, np.isfinite(win.col_lw))
     return r, derived, args, cmx.sum() + kmx.sum()
 
 
@@ -295,12 +285,17 @@ def from_entries(ew: EntryWindows) -> Windows:
                    ew.lw[(d1,)], int(glo), np.asarray(glw).reshape(-1))
 
 
-#: wall time per stored DP state (forward pass, checkpoint recomputation, backward pass),
-#: whatever the number of rows: re-measured 2026-11-27 on margins-only 3 x 5 .. 6 x 6 and
-#: rounded (base 3, 5) 4 x 4 .. 6 x 5 tables of 0.3-6 s (2-core machine), the estimate is
-#: 0.7-2.2x the run; the former factor 3 per row beyond two made it 12x (4 rows) to 250x
-#: (6 rows) the run, so that ``auto`` refused 3-second counts
+#: wall time per stored (live) DP state (forward pass, checkpoint recomputation, backward
+#: pass) where some total is a window, whatever the number of rows: re-measured 2026-11-28
+#: after the DP stored live states only, on rounded (base 3, 5) 5 x 5 .. 8 x 6 tables of
+#: 0.4-40 s (2-core machine, ``benchmarks/dp_seconds.py``), the estimate is 1.4-2x the run
+#: (the former factor 3 per row beyond two made it 12x (4 rows) to 250x (6 rows) the run,
+#: so that ``auto`` refused 3-second counts)
 SECONDS_PER_STATE = 5e-8
+#: the same where every total is fixed (margins only, suppression): one value of the
+#: column sum per state, so fewer states for the same work; on margins-only 4 x 5 .. 6 x 6
+#: tables of 0.5-6 s the estimate is then 0.8-2x the run
+SECONDS_PER_STATE_FIXED = 1e-7
 #: the count's share of :data:`SECONDS_PER_STATE` per limb (its forward pass only): the
 #: same tables' counts then take 0.5-1.2x the estimate
 COUNT_SHARE = 0.2
@@ -333,10 +328,10 @@ def seconds(win: Windows, what: str = "posterior") -> float:
     _, derived, args, _ = _args(w)
     # every possible value counts, also those whose float weight underflows here: the run
     # re-anchors the weights at the mode when they do, and then holds them
-    total = float(table_dp.stage_states(args.row_lo_hi, args.lo, args.cind.astype(float),
-                                        args.clo, args.kind.astype(float),
-                                        args.derived).sum())
-    per = SECONDS_PER_STATE
+    total = float(table_dp.stage_states(args.start, args.row_lo_hi, args.lo,
+                                        args.cind.astype(float), args.clo,
+                                        args.kind.astype(float)).sum())
+    per = SECONDS_PER_STATE_FIXED if derived else SECONDS_PER_STATE
     if what == "count":
         return total * per * COUNT_SHARE * _limbs(w, derived)
     return total * per * (1.5 if what == "posterior+count" else 1.0)

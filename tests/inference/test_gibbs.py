@@ -348,10 +348,10 @@ def test_dask_scheduler_gives_the_same_draws():
 
 
 def test_noise_beyond_the_exact_dp_by_monte_carlo_and_its_window_edges():
-    """Geometric noise b = 0.6 on a 4 x 4 table: the DP does not fit the memory budget, the
+    """Geometric noise b = 0.6 on a 5 x 5 table: the DP does not fit the memory budget, the
     chains answer (route gibbs on the full noise windows); a prior that drags the chains to
     a cut window edge is refused, as the exact routes refuse mass at a cut edge."""
-    t = rk.Table(np.random.default_rng(1).poisson(5, size=(4, 4)), dims=("region", "age"))
+    t = rk.Table(np.random.default_rng(1).poisson(5, size=(5, 5)), dims=("region", "age"))
     rel = rk.NoisyCounts("geometric", 0.6).protect(t, np.random.default_rng(2))
     small = rk.MonteCarlo(chains=2, warmup=50, draws=200)
     with warnings.catch_warnings():

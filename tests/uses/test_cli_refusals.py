@@ -4,6 +4,8 @@ report."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -123,7 +125,7 @@ def test_bad_files_and_options(tmp_path, capsys):
 # --- compare keeps the mechanisms that work --------------------------------------------
 def test_compare_keeps_the_others_when_one_mechanism_fails():
     """On the 8 x 6 table with a 20 MB budget, rounding to base 3 has no route (its exact
-    DP needs 13.7 GB, the Gibbs route 58 MB) while the bootstrap's independent cells fit:
+    DP needs GB, the Gibbs route 58 MB) while the bootstrap's independent cells fit:
     rounding fails, the bootstrap is compared as usual (the same numbers as alone: common
     random numbers do not depend on the other mechanisms)."""
     t = rk.read_table(_bundled("regions_ages.csv"))
@@ -135,8 +137,8 @@ def test_compare_keeps_the_others_when_one_mechanism_fails():
                        **kw)
     err = dict(zip(ds["mechanism"].values, ds["error"].values))
     assert err["bootstrap"] == ""
-    assert err["rounding"].startswith("draw 0: no posterior route fits this "
-                                      "controlled_rounding release: dp: needs 13.7 GB")
+    assert re.match(r"draw 0: no posterior route fits this controlled_rounding release: "
+                    r"dp: needs \d+(\.\d+)? GB", err["rounding"])
     for v in ("risk", "utility", "risk_draw", "prob_exact", "l1"):
         np.testing.assert_array_equal(ds[v].sel(mechanism="bootstrap"),
                                       alone[v].sel(mechanism="bootstrap"))

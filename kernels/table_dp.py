@@ -116,13 +116,13 @@ def _before(C, k):
     return C[min(max(k, 0), C.shape[0] - 1)]
 
 
-@njit(inline="always")
+@njit
 def _live_sl(pre, roff, rsize, R1, mlo, nm):
     """The last row's values whose m = pre + sl is live: ``range(first, end)``."""
     return max(roff[R1], mlo - pre), min(roff[R1] + rsize[R1], mlo + nm - pre)
 
 
-@njit(inline="always")
+@njit
 def _decode(q, i, roff, rsize, st, roff_b, st_b):
     """Prefix q of a box (rows 0..r-2): the sum of its rows' values, row i's value (0 when
     i is not a prefix row) and the index in another box (``roff_b``, ``st_b``) of the same

@@ -329,17 +329,22 @@ class SumsGibbs(BlockGibbs):
                 else np.zeros((p.unknown.size, 1), np.int64))
 
     def estimate(self, plan, what="posterior"):
+        from .sums_gibbs import BOX_SHARE, box_dims, steps_per_sweep
         p = SumEnumerate._problem(plan)
         G = int(self._groups(plan.release, p).max(initial=-1)) + 1
         n_fin = int(np.prod(plan.release.system.shape))
         sweeps = self.chains * (self.warmup + self.draws)
-        secs = sweeps * G * SECONDS_PER_REDRAW / min(self.chains, _cores())
+        # a sweep's steps as the sampler counts them, with boxes at their default share
+        # (the sampler times both kinds on the start table before the chains run)
+        bsize = box_dims(self._codes(plan.release, p)[:, 1:], p.unknown.size)[1]
+        steps = steps_per_sweep(G, bsize, BOX_SHARE if bsize.size else 0.0)
+        secs = sweeps * steps * SECONDS_PER_REDRAW / min(self.chains, _cores())
         wmax = max(int(p.W.max(initial=1)), 1)
         mem = (8.0 * self.chains * self.draws * (n_fin + p.unknown.size)
                + 16.0 * n_fin * wmax + 50e6)
         return Cost(mem, f"{self.chains} chains x {self.draws} draws of "
-                         f"{p.unknown.size} unknown cells in {G} groups, about "
-                         f"{secs:.2g} s", seconds=secs)
+                         f"{p.unknown.size} unknown cells in {G} groups ({steps} redraws "
+                         f"a sweep), about {secs:.2g} s", seconds=secs)
 
     def run(self, plan, *, count=True):
         from .sums_gibbs import TooSlow, sample

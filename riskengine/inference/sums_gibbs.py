@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["SumsDraws", "TooSlow", "groups_of", "sample"]
+__all__ = ["SumsDraws", "TooSlow", "box_dims", "groups_of", "sample", "steps_per_sweep"]
 
 #: redraws timed before the chains start (the time estimate)
 CALIBRATION_STEPS = 40
@@ -77,9 +77,50 @@ def groups_of(codes) -> np.ndarray:
     return np.unique(key, return_inverse=True)[1].astype(np.int64)
 
 
-def _box_dims(box_codes, n) -> tuple:
-    """``(codes (n, D) int64 from 0, sizes (D,))``: each column's distinct values
-    numbered in order; dims with one code dropped (a box would take all of it)."""
+def steps_per_sweep(G: int, box_sizes, p_box: float) -> int:
+    """Steps of one sweep: as many as redraw about as many cells as one redraw of each of
+    the ``G`` groups, when a share ``p_box`` of the steps redraw boxes (a box takes 2 or 3
+    codes (:data:`BOX_TAKE`) of each other dim of ``box_sizes`` codes, so a fraction of a
+    group's cells).
+
+    Parameters
+    ----------
+    G : int
+        Groups.
+    box_sizes : (D,) int
+        Codes of each dim a box takes some of (:func:`box_dims`); empty: no boxes.
+    p_box : float
+        The share of steps that redraw boxes.
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
+    bsize = np.asarray(box_sizes, np.int64)
+    if not bsize.size:
+        return max(1, int(G))
+    takes = np.arange(BOX_TAKE[0], BOX_TAKE[1] + 1)[:, None]
+    per_box = 1.0 / float(np.mean(np.prod(np.minimum(takes, bsize) / bsize, axis=1)))
+    return max(1, round(G * ((1.0 - p_box) + p_box * per_box)))
+
+
+def box_dims(box_codes, n) -> tuple:
+    """The dims boxes take codes of.
+
+    Parameters
+    ----------
+    box_codes : (n, D) int or None
+        Each cell's code on each dim other than the groups' (None: no boxes).
+    n : int
+        Cells.
+
+    Returns
+    -------
+    tuple
+        ``(codes (n, D') int64 from 0, sizes (D',))``: each column's distinct values
+        numbered in order; dims with one code dropped (a box would take all of it).
+    """
     if box_codes is None:
         return np.zeros((n, 0), np.int64), np.zeros(0, np.int64)
     c = np.asarray(box_codes)
@@ -219,7 +260,7 @@ def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: in
     G = int(gi.max()) + 1 if n else 0
     if G < 2:
         raise ValueError("the block redraws need at least 2 groups of cells")
-    bcodes, bsize = _box_dims(box_codes, n)
+    bcodes, bsize = box_dims(box_codes, n)
     if box_share is not None and not 0.0 <= float(box_share) <= 1.0:
         raise ValueError(f"box_share must be in [0, 1], got {box_share}")
     rng = np.random.default_rng(seed)
@@ -273,11 +314,7 @@ def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: in
         if box_share is None:
             box_share = 1.0 if skip_group > BOX_ONLY_PAST else BOX_SHARE
     p_box = float(box_share) if bsize.size and box_share is not None else 0.0
-    # a sweep: as many steps as redraw about as many cells as one redraw of each group
-    takes = np.arange(BOX_TAKE[0], BOX_TAKE[1] + 1)[:, None]
-    per_box = (1.0 / float(np.mean(np.prod(np.minimum(takes, bsize) / bsize, axis=1)))
-               if bsize.size else 1.0)
-    sweep = max(1, round(G * ((1.0 - p_box) + p_box * per_box)))
+    sweep = steps_per_sweep(G, bsize, p_box)
     per_step = (1.0 - p_box) * t_group + p_box * t_box
     par = max(1, min(chains, int(workers) if workers else (os.cpu_count() or 1)))
     estimate = per_step * total * sweep / par

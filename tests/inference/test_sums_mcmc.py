@@ -139,3 +139,33 @@ def test_a_dense_table_mixes_by_its_basic_moves(monkeypatch):
     P = ex.pmf.values.reshape(9, -1)
     pmf = {(j, int(vals[k])): float(P[j, k]) for j in range(9) for k in np.flatnonzero(P[j])}
     _agree(mc, pmf, 9)
+
+
+def test_the_time_estimate_counts_box_steps():
+    """A sweep has as many steps as redraw about as many cells as one redraw of each
+    group; a box takes 2 or 3 codes of each other dim, so it counts for a fraction of a
+    group (issue 28: the route's estimate counted G redraws a sweep).  The sampler and
+    the route's estimate count them alike (boxes at their default share)."""
+    from riskengine.inference import sums_gibbs
+    from riskengine.inference.resolve import plan
+    # 10 groups, boxes over one dim of 4 codes: a box takes 2/4 or 3/4 of a group's cells,
+    # 0.625 on average, so a box step counts 1 / 1.6 of a group: 10 (0.5 + 0.5 * 1.6) = 13
+    assert sums_gibbs.steps_per_sweep(10, [4], 0.5) == 13
+    assert sums_gibbs.steps_per_sweep(10, [4], 1.0) == 16
+    assert sums_gibbs.steps_per_sweep(10, [], 0.5) == 10
+    # two dims of 2 and 6 codes: (1 * 2/6 + 1 * 3/6) / 2 = 5/12 of a group, 12/5 a box
+    assert sums_gibbs.steps_per_sweep(5, [2, 6], 0.5) == round(5 * (0.5 + 0.5 * 12 / 5))
+    rel = _suppressed_hierarchy(5)
+    p = plan(rel, rk.priors.Uniform())
+    route = sums.SumsGibbs()
+    prob = sums.SumEnumerate._problem(p)
+    G = int(route._groups(rel, prob).max()) + 1
+    bsize = sums_gibbs.box_dims(route._codes(rel, prob)[:, 1:], prob.unknown.size)[1]
+    assert bsize.size
+    steps = sums_gibbs.steps_per_sweep(G, bsize, sums_gibbs.BOX_SHARE)
+    assert steps > G
+    cost = route.estimate(p)
+    sweeps = route.chains * (route.warmup + route.draws)
+    want = sweeps * steps * sums.SECONDS_PER_REDRAW / min(route.chains, sums._cores())
+    assert cost.seconds == pytest.approx(want, rel=1e-12)
+    assert f"({steps} redraws a sweep)" in cost.detail

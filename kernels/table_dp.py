@@ -853,9 +853,12 @@ class _Stages:
 
 
 def _plan_memory(dp, max_states, posterior=True):
-    """Stages to keep (:func:`checkpoint_plan`), or MemoryError beyond ``max_states``."""
+    """Stages to keep (:func:`checkpoint_plan`) within ``max_states`` less the backward
+    pass's two messages (the largest stage each), or MemoryError when even the least peak
+    passes ``max_states``."""
     per = dp.per
-    keep, need = checkpoint_plan(per, max_states) if posterior else (None, 2 * per.max())
+    keep, need = (checkpoint_plan(per, max_states - 2 * per.max()) if posterior
+                  else (None, 2 * per.max()))
     if need > max_states:
         raise MemoryError(f"the exact table DP needs {need:.3g} stored states "
                           f"(largest stage {per.max():.3g}); the limit is {max_states:.3g}")

@@ -116,6 +116,19 @@ def _before(C, k):
     return C[min(max(k, 0), C.shape[0] - 1)]
 
 
+@njit(inline="always")
+def _line_start(base, si, pre, d, i, roff, st, C, mlo, off, k):
+    """Where the states of the k-th live sum start (at their first live column sum) for
+    the state whose row i holds ``si + d`` and the other rows the prefix ``base`` (their
+    index in this box without row i), ``pre`` the prefix's sum before the shift."""
+    R1 = roff.shape[0] - 1
+    q = base
+    if i != R1:
+        q += (si + d - roff[i]) * st[i]
+        pre += d
+    return off[q] + C[k] - _before(C, pre + roff[R1] - mlo)
+
+
 @njit
 def _live_sl(pre, roff, rsize, R1, mlo, nm):
     """The last row's values whose m = pre + sl is live: ``range(first, end)``."""
@@ -228,11 +241,8 @@ def _cell_fwd(a, ca, out, cout, i, roff_in, rsize_in, C_in, pa_in, mlo_in, off_i
                 acc = 0.0
                 for w in range(max(wmin, 0), min(wmax, W - 1) + 1):
                     v = lo + w
-                    if i == R1:
-                        b = off_in[base] + k0 + v - _before(C_in, pre + roff_in[R1] - mlo_in)
-                    else:
-                        b = (off_in[base + (si + v - roff_in[i]) * st_in[i]] + k0 + v
-                             - _before(C_in, pre + v + roff_in[R1] - mlo_in))
+                    b = _line_start(base, si, pre, v, i, roff_in, st_in, C_in, mlo_in, off_in,
+                                    k0 + v)
                     if do_float:
                         acc += wts[w] * a[b]
                     if L > 0 and ind[w]:
@@ -251,14 +261,8 @@ def _cell_fwd(a, ca, out, cout, i, roff_in, rsize_in, C_in, pa_in, mlo_in, off_i
                 ni = C_in[ki + 1] - C_in[ki]
                 if ni == 0:
                     continue
-                if i == R1:
-                    qi = base
-                    prei = pre
-                else:
-                    qi = base + (si + v - roff_in[i]) * st_in[i]
-                    prei = pre + v
                 # the input state (row i's sum up by v, p - v) is stored at b + p
-                b = (off_in[qi] + C_in[ki] - _before(C_in, prei + roff_in[R1] - mlo_in)
+                b = (_line_start(base, si, pre, v, i, roff_in, st_in, C_in, mlo_in, off_in, ki)
                      - pa_in[ki] - v)
                 p1 = max(p0, pa_in[ki] + v)
                 p2 = min(p0 + n, pa_in[ki] + ni + v)
@@ -320,12 +324,8 @@ def _cell_bwd(a, bout, marg, b_next, i, roff_in, rsize_in, C_in, pa_in, mlo_in, 
                         if wt == 0.0:
                             continue
                         v = lo + w
-                        if i == R1:
-                            b = (off_out[base] + k0 - v
-                                 - _before(C_out, pre + roff_out[R1] - mlo_out))
-                        else:
-                            b = (off_out[base + (si - v - roff_out[i]) * st_out[i]] + k0 - v
-                                 - _before(C_out, pre - v + roff_out[R1] - mlo_out))
+                        b = _line_start(base, si, pre, -v, i, roff_out, st_out, C_out, mlo_out,
+                                        off_out, k0 - v)
                         t = wt * b_next[b]
                         acc += t
                         if x != 0.0:
@@ -344,15 +344,9 @@ def _cell_bwd(a, bout, marg, b_next, i, roff_in, rsize_in, C_in, pa_in, mlo_in, 
                     no = C_out[ko + 1] - C_out[ko]
                     if no == 0:
                         continue
-                    if i == R1:
-                        qo = base
-                        preo = pre
-                    else:
-                        qo = base + (si - v - roff_out[i]) * st_out[i]
-                        preo = pre - v
                     # the output state (row i's sum down by v, p + v) is stored at b + p
-                    b = (off_out[qo] + C_out[ko] - _before(C_out, preo + roff_out[R1] - mlo_out)
-                         - pa_out[ko] + v)
+                    b = (_line_start(base, si, pre, -v, i, roff_out, st_out, C_out, mlo_out,
+                                     off_out, ko) - pa_out[ko] + v)
                     p1 = max(p0, pa_out[ko] - v)
                     p2 = min(p0 + n, pa_out[ko] + no - v)
                     acc = 0.0
@@ -481,14 +475,8 @@ def _cell_draw(a, sq, ssl, sp, u, vals, i, roff_in, rsize_in, C_in, pa_in, mlo_i
                 pin = p - v
                 if pin < pa_in[ki] or pin >= pa_in[ki] + ni:
                     continue
-                if i == R1:
-                    qi = base
-                    prei = pre
-                else:
-                    qi = base + (si + v - roff_in[i]) * st_in[i]
-                    prei = pre + v
-                t = wts[w] * a[off_in[qi] + C_in[ki]
-                               - _before(C_in, prei + roff_in[R1] - mlo_in) + pin - pa_in[ki]]
+                t = wts[w] * a[_line_start(base, si, pre, v, i, roff_in, st_in, C_in, mlo_in,
+                                           off_in, ki) + pin - pa_in[ki]]
                 if rep == 0:
                     tot += t
                 elif t > 0.0:
@@ -751,6 +739,7 @@ class _Stages:
         self.f1 = np.zeros(1)
         self.u1 = np.zeros((1, 1), np.uint64)
         self._off = {}
+        self.start_live = None     # stage 0's live states in its box (set by the forward pass)
 
     def live(self) -> bool:
         """False when some stage has no live state (no table at all)."""
@@ -810,7 +799,7 @@ class _Stages:
         a = self.f1
         start_scale = 0.0
         if posterior:
-            a, start_scale, _ = self.start_states()
+            a, start_scale, self.start_live = self.start_states()
         ca = u1
         if L:
             ind = self.start_states(indicator=True)[0]
@@ -924,7 +913,7 @@ def _run(dp, max_states=2e8):
         del ft
         _rescale(bout)
         b = bout
-    _, _, live = dp.start_states(indicator=True)
+    live = dp.start_live
     start = np.zeros(live.size)
     start[live] = fwd[0] * b
     res.update(cell=cell_m / cell_m.sum(axis=-1, keepdims=True),

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import subprocess
 import sys
@@ -105,11 +104,6 @@ def run(root, name, arg):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def _hog():
-    while True:
-        pass
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--old", required=True)
@@ -118,13 +112,10 @@ def main():
     a = ap.parse_args()
     sys.path.insert(0, HERE)
     new = os.path.dirname(HERE)
-    hogs = [multiprocessing.Process(target=_hog, daemon=True) for _ in range(2 if a.hogs else 0)]
-    for h in hogs:
-        h.start()
-    print(f"load average at start: {os.getloadavg()[0]:.2f} (hogs: {len(hogs)})")
-    print("| case | before s | before GB | now s | now GB | ratio | note |")
-    print("|---|---|---|---|---|---|---|")
-    try:
+    from _hogs import hogs
+    with hogs(2 if a.hogs else 0):
+        print("| case | before s | before GB | now s | now GB | ratio | note |")
+        print("|---|---|---|---|---|---|---|")
         for name, arg in cases():
             if a.only and not any(o in label(name, arg) for o in a.only):
                 continue
@@ -133,11 +124,6 @@ def main():
             print(f"| {label(name, arg)} | {old['s']:.2f} | {old['rss']:.2f} | {now['s']:.2f} "
                   f"| {now['rss']:.2f} | {old['s'] / now['s']:.2f} | "
                   f"{'; '.join(x for x in (old['note'], now['note']) if x)} |", flush=True)
-    finally:
-        for h in hogs:
-            h.terminate()
-    print(f"load average at end: {os.getloadavg()[0]:.2f}")
-
 
 if __name__ == "__main__":
     main()

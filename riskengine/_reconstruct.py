@@ -127,7 +127,8 @@ def solve_unit(task: UnitTask) -> dict:
     t0 = time.perf_counter()
     from .inference.certify import integer_bounds
     b = integer_bounds(task.rows, task.rlo, task.rhi, task.lo, task.hi, bounds=task.bounds,
-                       time_limit=task.time_limit)
+                       time_limit=task.time_limit,
+                       groups=None if task.groups is None else task.groups[:, 0])
     n = task.cells.size
     probs = np.zeros((0, 0))
     n_cand = -1

@@ -18,7 +18,12 @@ sums; windows for rounded or noisy ones).  The work, by mixed-integer programs (
    is off every end some LP point is off, so it splits them into candidates that may
    move and the rest; one simplex LP moving as many of the rest as it can
    (``max sum t_j``, ``t_j <= x_j - lo_j``, ``t_j <= 1``) with an optimum below 1 proves
-   them all certain at once.  Each candidate is then pushed off its end by the LP alone
+   them all certain at once.  With ``groups`` (the cells of one block), each candidate
+   is first pushed off its end by an LP over its own block alone, every other cell
+   held at ``x0`` (:func:`_local_moves`), then over its block and one other (up to
+   ``_PARTNERS``, those with cells that can give way in the candidate's tight sums
+   first): small programs whose integral vertices are tables of the whole system
+   (checked exactly).  Each candidate left is then pushed off its end by the LP alone
    (``max x_j`` from the last basis, a few primal simplex pivots): the rows are sums over
    nested codes, so that vertex is often an integer table -- checked exactly, it moves
    the candidate (and others) with no integer program.  The candidates left go to
@@ -33,8 +38,10 @@ sums; windows for rounded or noisy ones).  The work, by mixed-integer programs (
    not decide *uncertain* (``decided`` False) -- never certain;
 3. **bounds** (``bounds="exact"``): for every cell that is not certain, ``min x_j`` and
    ``max x_j`` as integer programs, skipped where the pool already reaches the cell's
-   box bound ``lo_j`` / ``hi_j`` or the LP relaxation's bound (rounded inward: integer
-   tables cannot pass it) is already reached by a table found.  ``bounds="lp"`` stops at
+   box bound ``lo_j`` / ``hi_j``, or an outer bound from the cell's block alone (the
+   other cells free in their boxes: :class:`_LocalBounds`), or the LP relaxation's
+   bound (rounded inward: integer tables cannot pass it) is already reached by a
+   table found.  ``bounds="lp"`` stops at
    the LP bound: an outer bound, flagged not exact where no table reaches it.  The
    objective is an integer, so HiGHS stops at an absolute gap below 1 (``mip_abs_gap`` 0.999, ``mip_rel_gap`` 0): its incumbent is
    then the optimum.  A program stopped by the time limit gives the dual bound, rounded
@@ -51,8 +58,9 @@ Cost (measured, benchmarks/RESULTS.md "Issue 32"): a tract of 8 blocks (2,944 ce
 takes 20 programs and 8 s with ``bounds="lp"``, 68 programs and 22 s with ``"exact"``; a
 tract of 34 blocks (12,512 cells) about 25 programs of about 2.5 s that each move one in
 three of the remaining candidates.  Windows on every row (rounding, cell key) make far
-more candidates; most are moved by LP vertices, the rest by integer programs that move
-one or two at a time.
+more candidates, each moved by its own table (the windows let few move together); the
+local stage finds most of those tables with LPs of one or two blocks, a few ms each,
+where an LP of the whole tract takes 0.05-0.5 s (benchmarks/certify_local.py).
 """
 
 from __future__ import annotations
@@ -70,6 +78,14 @@ TIME_LIMIT = 60.0
 #: LP vertices tried before their rate of success is judged, and the least rate (one in
 #: _VERTEX_RATE) at which they go on
 _VERTEX_TRIES, _VERTEX_RATE = 30, 10
+#: other groups a cell's group is paired with when it cannot move alone (_local_moves):
+#: by LP, then by integer program; the seconds one such integer program may take; and
+#: the least number of groups for pairs (with fewer, a pair is most of the system, whose
+#: own programs then do better: measured on 3 blocks, benchmarks/certify_local.py)
+_PARTNERS, _MILP_PARTNERS, _LOCAL_SECONDS, _PAIRED_GROUPS = 5, 2, 5.0, 6
+#: seconds of the first table's program past which the pool's two more tables need not
+#: be optima (integer_bounds)
+_QUICK_POOL = 1.0
 
 
 class NoTable(ValueError):
@@ -95,7 +111,8 @@ class IntegerBounds:
     solution : numpy.ndarray
         One consistent table (int64 per unknown).
     n_programs : int
-        Integer programs solved.
+        Integer programs over the whole system solved (not the local stage's small
+        ones over one or two groups).
     seconds : float
     """
 
@@ -195,7 +212,7 @@ class _Checker:
 
 
 def integer_bounds(rows, row_lower, row_upper, lo, hi, *, bounds: bool = True,
-                   time_limit: float = TIME_LIMIT, rng=None, progress=None
+                   time_limit: float = TIME_LIMIT, rng=None, progress=None, groups=None
                    ) -> IntegerBounds:
     """Exact integer bounds and certainty of the unknowns (see the module).
 
@@ -219,6 +236,14 @@ def integer_bounds(rows, row_lower, row_upper, lo, hi, *, bounds: bool = True,
         For the random objectives of the first solutions (default: seeded 0).
     progress : callable, optional
         ``progress(done, total)`` after each program of the bounds stage.
+    groups : array-like, optional
+        int per unknown: cells that may move together while the rest stay put (the
+        cells of one block).  Before any program of the whole system, each candidate
+        cell is first pushed off its value by an LP over its own group alone, every other
+        unknown held at the first table (:func:`_local_moves`); only what that leaves
+        goes to the programs of the whole system.  The answer is the same with or
+        without; only the time differs.  Used where some row is a window (rounded or
+        noisy sums); ignored where every row is an exact sum.
 
     Returns
     -------
@@ -249,9 +274,20 @@ def integer_bounds(rows, row_lower, row_upper, lo, hi, *, bounds: bool = True,
         b = np.zeros(0, bool)
         return IntegerBounds(e, e, b, b, b, e, 0, 0.0)
     rng = np.random.default_rng(0) if rng is None else rng
+    if groups is not None:
+        groups = np.asarray(groups).reshape(-1)
+        if groups.size != n:
+            raise ValueError(f"groups has {groups.size} entries for {n} unknowns")
+        if (rlo == rhi).all():
+            # exact sums: one LP vertex of the whole system moves many cells at once and
+            # its programs are quick; the local stage only added time there (a tract of
+            # 12 blocks: 0.7 s -> 1.3 s; benchmarks/certify_local.py)
+            groups = None
     check = _Checker(R, rlo, rhi, lo, hi)
     model = _Model(R, rlo, rhi, lo, hi, time_limit)
+    started = _time.perf_counter()
     st, x, _ = model.solve(np.zeros(n))
+    first_seconds = _time.perf_counter() - started
     if st == "infeasible":
         raise NoTable("no nonnegative integer table meets every published number")
     if x is None:
@@ -264,11 +300,20 @@ def integer_bounds(rows, row_lower, row_upper, lo, hi, *, bounds: bool = True,
         np.minimum(seen_lo, y, out=seen_lo)
         np.maximum(seen_hi, y, out=seen_hi)
 
+    # two more tables from random objectives.  Where the first table took more than
+    # _QUICK_POOL seconds, any table will do, so HiGHS stops at its first one that
+    # improves on the start (a windowed tract of 3,680 cells: 5-12 s each against 32-40 s
+    # for an optimum); below, optima (spread further: fewer programs after them)
     c = rng.standard_normal(n)
+    keep = model.h.getOptionValue("mip_max_improving_sols")
+    keep = int(keep[-1] if isinstance(keep, tuple) else keep)   # (status, value) in 1.16
+    if first_seconds > _QUICK_POOL:
+        model.h.setOptionValue("mip_max_improving_sols", 1)
     for sign in (1.0, -1.0):
         st, y, _ = model.solve(sign * c)
         if y is not None:
             see(check(y))
+    model.h.setOptionValue("mip_max_improving_sols", keep)   # the bounds need optima
 
     # 2a. cells never seen off a box end (most are 0).  The LP relaxation first: pushing
     # them all off their end together, an LP optimum of less than 1 in all proves every
@@ -303,6 +348,11 @@ def integer_bounds(rows, row_lower, row_upper, lo, hi, *, bounds: bool = True,
             moved = gap > 1e-7
             pending = np.union1d(pending, U[moved])
             U = U[~moved]
+        # the same, first over each cell's own group (the rest held at x0): small LPs
+        if groups is not None and pending.size:
+            _local_moves(R, rlo, rhi, lo, hi, x0, groups, pending,
+                         np.full(pending.size, end == "low"), seen_lo, seen_hi, check, see,
+                         time_limit)
         # an LP vertex pushing one pending cell off its end is often integral where the
         # rows are windows (rounding, noise): such a vertex is a consistent table, found
         # by a few warm simplex pivots instead of an integer program.  Tried while it
@@ -339,7 +389,13 @@ def integer_bounds(rows, row_lower, row_upper, lo, hi, *, bounds: bool = True,
             still = (seen_hi[pending] == lo[pending]) if end == "low" else \
                 (seen_lo[pending] == hi[pending])
             pending = pending[still]
-    # 2b. the rest by exclusion rounds
+    # 2b. the rest by exclusion rounds (cells a table of their own group moves first)
+    U = np.flatnonzero((seen_lo == seen_hi) & ~decided)
+    if groups is not None and U.size:
+        both = np.concatenate([U, U])
+        _local_moves(R, rlo, rhi, lo, hi, x0, groups, both,
+                     np.concatenate([np.ones(U.size, bool), np.zeros(U.size, bool)]),
+                     seen_lo, seen_hi, check, see, time_limit)
     while True:
         U = np.flatnonzero((seen_lo == seen_hi) & ~decided)
         if U.size == 0:
@@ -369,6 +425,11 @@ def integer_bounds(rows, row_lower, row_upper, lo, hi, *, bounds: bool = True,
                 mdl.h.changeColsBounds(fix.size, fix.astype(np.int32),
                                        x0[fix].astype(float), x0[fix].astype(float))
         todo = np.flatnonzero(~certain)
+        local = None
+        if groups is not None and todo.size:
+            todo = todo[np.argsort(groups[todo], kind="stable")]   # a group's models reused
+            local = _LocalBounds(R, rlo, rhi, np.where(certain, x0, lo),
+                                 np.where(certain, x0, hi), x0, groups, check, time_limit)
         total = 2 * todo.size
         done = 0
         for j in todo:
@@ -378,6 +439,9 @@ def integer_bounds(rows, row_lower, row_upper, lo, hi, *, bounds: bool = True,
                 if (side == "lower" and seen_lo[j] == lo[j]) or \
                         (side == "upper" and seen_hi[j] == hi[j]):
                     continue
+                if local is not None and local.reached(j, side == "upper", seen_lo, seen_hi,
+                                                       see):
+                    continue             # a table reaches an outer bound: exact, no LP
                 cost = np.zeros(n)
                 cost[j] = 1.0
                 st, y, _ = relax.solve(cost, sense_max=(side == "upper"))
@@ -422,6 +486,200 @@ def integer_bounds(rows, row_lower, row_upper, lo, hi, *, bounds: bool = True,
                 progress(done, total)
     return IntegerBounds(lower, upper, certain, exact, decided, x0, model.n_programs,
                          _time.perf_counter() - t0)
+
+
+def _held(R, Rc, rlo, rhi, lo, hi, ref, cols, time_limit, integer=False):
+    """An LP (``integer``: an integer program) over the unknowns ``cols`` alone, every
+    other unknown held at the table ``ref`` (the rows they share shifted by its values):
+    its integral solutions, put into ``ref``, are tables of the whole system.  The LP is
+    re-solved warm (primal simplex, as the whole system's relaxation); the integer
+    program stops at its first table, within ``_LOCAL_SECONDS``."""
+    rows = np.unique(Rc[:, cols].indices)
+    Rg = R[rows][:, cols]
+    rest = R[rows] @ ref - Rg @ ref[cols]            # the others' share at ref
+    m = _Model(Rg, rlo[rows] - rest, rhi[rows] - rest, lo[cols], hi[cols],
+               min(time_limit, _LOCAL_SECONDS) if integer else time_limit, integer=integer)
+    m.h.setOptionValue("presolve", "off")    # 3x faster on these small programs
+    if integer:
+        m.h.setOptionValue("mip_max_improving_sols", 1)
+    else:
+        m.h.setOptionValue("simplex_strategy", 4)
+    return m
+
+
+def _local_moves(R, rlo, rhi, lo, hi, x0, groups, cells, up, seen_lo, seen_hi, check,
+                 see, time_limit, partners=_PARTNERS, rng=None) -> None:
+    """Tables that move ``cells`` (``up``: maximise the cell, else minimise it) found by
+    LPs over each cell's own group alone, every other unknown held at ``x0``
+    (:func:`_held`); the cells that cannot move so then over their group and one other
+    (up to ``partners`` others, :func:`_partners`: a person moved into a block often has
+    to leave another where tract sums are tight); the cells still left by integer
+    programs over their group and one other (up to ``_MILP_PARTNERS``: where the pair's
+    LP vertex is fractional).  Each solution that is integral makes a table of the whole
+    system, which the checker verifies exactly before ``see`` takes it.  Nothing is
+    proven here: a cell these programs cannot move goes on to those of the whole system.
+    Each pass is tried while it pays, over all groups together (as the vertex loop of
+    :func:`integer_bounds`: exact sums seldom let one group move alone), and only when
+    the pass before it paid; pairs only with at least ``_PAIRED_GROUPS`` groups."""
+    n = R.shape[1]
+    Rc = R.tocsc()
+    rng = np.random.default_rng(0) if rng is None else rng
+    names = np.unique(groups)
+    tries = hits = 0
+    if names.size < 2:
+        return
+    order = np.argsort(groups[cells], kind="stable")
+    cells, up = cells[order], up[order]
+    sums = R @ x0
+    # passes: one group by LP; it and a partner by LP; it and a partner by integer program
+    for paired, integer in ((False, False), (True, False), (True, True)):
+        if paired and (partners < 1 or names.size < _PAIRED_GROUPS or
+                       (tries >= _VERTEX_TRIES and hits * _VERTEX_RATE < tries)):
+            break             # a pair is most of the system, or the last pass did not pay
+        tries = hits = 0
+        todo = seen_lo[cells] == seen_hi[cells]
+        cells, up = cells[todo], up[todo]
+        if not cells.size:
+            return
+        starts = np.flatnonzero(np.r_[True, np.diff(groups[cells]) != 0])
+        for a, b in zip(starts, np.r_[starts[1:], cells.size]):
+            g = groups[cells[a]]
+            models = {}
+            at = np.full(n, -1, np.int64)
+            for j, u in zip(cells[a:b], up[a:b]):
+                if tries >= _VERTEX_TRIES and hits * _VERTEX_RATE < tries:
+                    break                          # judged per cell, all its sets tried
+                if seen_lo[j] != seen_hi[j]:
+                    continue                       # a table found already moves it
+                tries += 1
+                others = [g] if not paired else _partners(
+                    R, Rc, rlo, rhi, lo, hi, x0, sums, groups, names, j, bool(u),
+                    _MILP_PARTNERS if integer else partners, rng)
+                for q in others:
+                    if q not in models:
+                        cols = np.flatnonzero((groups == g) | (groups == q))
+                        models[q] = (cols, _held(R, Rc, rlo, rhi, lo, hi, x0, cols,
+                                                 time_limit, integer))
+                    cols, m = models[q]
+                    at[cols] = np.arange(cols.size)
+                    if integer:                    # any table moving j
+                        k = np.array([at[j]], np.int32)
+                        b_lo, b_hi = (x0[j] + 1, hi[j]) if u else (lo[j], x0[j] - 1)
+                        m.h.changeColsBounds(1, k, np.array([b_lo], float),
+                                             np.array([b_hi], float))
+                        st, y, _ = m.solve(np.zeros(cols.size))
+                        m.h.changeColsBounds(1, k, np.array([lo[j]], float),
+                                             np.array([hi[j]], float))
+                        if y is None:
+                            continue
+                        full = x0.copy()
+                        full[cols] = np.rint(y).astype(np.int64)
+                        yi = check(full.astype(float))
+                    else:
+                        cost = np.zeros(cols.size)
+                        cost[at[j]] = 1.0
+                        st, y, _ = m.solve(cost, sense_max=bool(u))
+                        if st != "optimal" or y is None:
+                            continue
+                        full = x0.astype(float)
+                        full[cols] = y
+                        yi = check.integral(full)
+                    if yi is not None and yi[j] != x0[j]:
+                        see(yi)
+                        hits += 1
+                        break
+
+
+def _partners(R, Rc, rlo, rhi, lo, hi, x0, sums, groups, names, j, up, k, rng):
+    """Up to ``k`` other groups to move cell ``j`` with (``up``: raising it): first those
+    holding cells that could give way in the sums that hold ``j`` and are at a window's
+    end in ``x0`` (lowered where ``j`` rises, raised where it falls), most such cells
+    first; then others at random."""
+    rows = Rc.indices[Rc.indptr[j]:Rc.indptr[j + 1]]
+    tight = rows[(sums[rows] >= rhi[rows]) if up else (sums[rows] <= rlo[rows])]
+    score = {}
+    if tight.size:
+        sub = R[tight].tocoo()
+        c = sub.col
+        give = (x0[c] > lo[c]) if up else (x0[c] < hi[c])
+        gs = groups[c[give]]
+        gs = gs[gs != groups[j]]
+        if gs.size:
+            qs, counts = np.unique(gs, return_counts=True)
+            score = dict(zip(qs.tolist(), counts.tolist()))
+    first = sorted(score, key=lambda q: -score[q])
+    rest = [q for q in rng.permutation(names).tolist() if q != groups[j] and q not in score]
+    return (first + rest)[:k]
+
+
+class _LocalBounds:
+    """A cell's bound from its own group before any program of the whole system.
+
+    Two LPs over the group's cells: the *outer* one lets every other unknown take any
+    value of its box (each shared row's bounds widened by the others' least and
+    greatest share), so its optimum bounds the whole system's LP and integer optimum;
+    the *inner* one holds the others at ``x0``, so an integral vertex of it is a table of
+    the whole system (checked exactly).  When the tables seen, with the inner one's,
+    reach the outer bound rounded inward, that is the cell's exact bound and no program
+    of the whole system is needed; otherwise it goes on to them.  Tried while it pays
+    (as :func:`_local_moves`)."""
+
+    def __init__(self, R, rlo, rhi, lo, hi, x0, groups, check, time_limit):
+        self.R, self.Rc, self.rlo, self.rhi = R, R.tocsc(), rlo, rhi
+        self.lo, self.hi, self.x0, self.groups = lo, hi, x0, groups
+        self.check, self.time_limit = check, time_limit
+        self.n = R.shape[1]
+        self.group = None
+        self.tries = self.hits = 0
+
+    def _models(self, g):
+        cols = np.flatnonzero(self.groups == g)
+        rows = np.unique(self.Rc[:, cols].indices)
+        Rr = self.R[rows]
+        Rg = Rr[:, cols]
+        least = Rr @ self.lo - Rg @ self.lo[cols]
+        most = Rr @ self.hi - Rg @ self.hi[cols]
+        lo, hi = self.lo[cols], self.hi[cols]
+        self.outer = _Model(Rg, self.rlo[rows] - most, self.rhi[rows] - least, lo, hi,
+                            self.time_limit, integer=False)
+        self.outer.h.setOptionValue("presolve", "off")
+        self.outer.h.setOptionValue("simplex_strategy", 4)
+        self.inner = _held(self.R, self.Rc, self.rlo, self.rhi, self.lo, self.hi, self.x0,
+                           cols, self.time_limit)
+        at = np.full(self.n, -1, np.int64)
+        at[cols] = np.arange(cols.size)
+        self.group, self.cols, self.at = g, cols, at
+
+    def reached(self, j, up, seen_lo, seen_hi, see) -> bool:
+        """True when a table seen (or found here, then passed to ``see``) reaches the
+        outer bound of cell ``j`` (``up``: its greatest value, else its least)."""
+        if self.tries >= _VERTEX_TRIES and self.hits * _VERTEX_RATE < self.tries:
+            return False
+        g = self.groups[j]
+        if g != self.group:
+            if (self.groups == g).all():
+                return False
+            self._models(g)
+        self.tries += 1
+        cost = np.zeros(self.cols.size)
+        cost[self.at[j]] = 1.0
+        st, _, _ = self.outer.solve(cost, sense_max=up)
+        if st != "optimal":
+            return False
+        v = self.outer.objective()
+        bound = np.floor(v + 1e-6) if up else np.ceil(v - 1e-6)
+        if (seen_hi[j] if up else seen_lo[j]) != bound:
+            st, y, _ = self.inner.solve(cost, sense_max=up)
+            if st == "optimal" and y is not None:
+                full = self.x0.astype(float)
+                full[self.cols] = y
+                yi = self.check.integral(full)
+                if yi is not None:
+                    see(yi)
+        if (seen_hi[j] if up else seen_lo[j]) == bound:
+            self.hits += 1
+            return True
+        return False
 
 
 def _exclusion(R, rlo, rhi, lo, hi, x0, U, time_limit):

@@ -491,13 +491,20 @@ def integer_bounds(rows, row_lower, row_upper, lo, hi, *, bounds: bool = True,
 def _held(R, Rc, rlo, rhi, lo, hi, ref, cols, time_limit, integer=False):
     """An LP (``integer``: an integer program) over the unknowns ``cols`` alone, every
     other unknown held at the table ``ref`` (the rows they share shifted by its values):
-    its integral solutions, put into ``ref``, are tables of the whole system.  The LP is
-    re-solved warm (primal simplex, as the whole system's relaxation); the integer
-    program stops at its first table, within ``_LOCAL_SECONDS``."""
+    its integral solutions, put into ``ref``, are tables of the whole system.  With
+    ``ref`` None the others are free in their boxes instead (each shared row widened by
+    their least and greatest share): an outer relaxation, whose optimum bounds the whole
+    system's.  The LP is re-solved warm (primal simplex, as the whole system's
+    relaxation); the integer program stops at its first table, within
+    ``_LOCAL_SECONDS``."""
     rows = np.unique(Rc[:, cols].indices)
-    Rg = R[rows][:, cols]
-    rest = R[rows] @ ref - Rg @ ref[cols]            # the others' share at ref
-    m = _Model(Rg, rlo[rows] - rest, rhi[rows] - rest, lo[cols], hi[cols],
+    Rr = R[rows]
+    Rg = Rr[:, cols]
+    if ref is None:
+        least, most = Rr @ lo - Rg @ lo[cols], Rr @ hi - Rg @ hi[cols]
+    else:
+        least = most = Rr @ ref - Rg @ ref[cols]     # the others' share at ref
+    m = _Model(Rg, rlo[rows] - most, rhi[rows] - least, lo[cols], hi[cols],
                min(time_limit, _LOCAL_SECONDS) if integer else time_limit, integer=integer)
     m.h.setOptionValue("presolve", "off")    # 3x faster on these small programs
     if integer:
@@ -521,7 +528,6 @@ def _local_moves(R, rlo, rhi, lo, hi, x0, groups, cells, up, seen_lo, seen_hi, c
     Each pass is tried while it pays, over all groups together (as the vertex loop of
     :func:`integer_bounds`: exact sums seldom let one group move alone), and only when
     the pass before it paid; pairs only with at least ``_PAIRED_GROUPS`` groups."""
-    n = R.shape[1]
     Rc = R.tocsc()
     rng = np.random.default_rng(0) if rng is None else rng
     names = np.unique(groups)
@@ -545,7 +551,6 @@ def _local_moves(R, rlo, rhi, lo, hi, x0, groups, cells, up, seen_lo, seen_hi, c
         for a, b in zip(starts, np.r_[starts[1:], cells.size]):
             g = groups[cells[a]]
             models = {}
-            at = np.full(n, -1, np.int64)
             for j, u in zip(cells[a:b], up[a:b]):
                 if tries >= _VERTEX_TRIES and hits * _VERTEX_RATE < tries:
                     break                          # judged per cell, all its sets tried
@@ -561,9 +566,9 @@ def _local_moves(R, rlo, rhi, lo, hi, x0, groups, cells, up, seen_lo, seen_hi, c
                         models[q] = (cols, _held(R, Rc, rlo, rhi, lo, hi, x0, cols,
                                                  time_limit, integer))
                     cols, m = models[q]
-                    at[cols] = np.arange(cols.size)
+                    at = int(np.searchsorted(cols, j))
                     if integer:                    # any table moving j
-                        k = np.array([at[j]], np.int32)
+                        k = np.array([at], np.int32)
                         b_lo, b_hi = (x0[j] + 1, hi[j]) if u else (lo[j], x0[j] - 1)
                         m.h.changeColsBounds(1, k, np.array([b_lo], float),
                                              np.array([b_hi], float))
@@ -577,7 +582,7 @@ def _local_moves(R, rlo, rhi, lo, hi, x0, groups, cells, up, seen_lo, seen_hi, c
                         yi = check(full.astype(float))
                     else:
                         cost = np.zeros(cols.size)
-                        cost[at[j]] = 1.0
+                        cost[at] = 1.0
                         st, y, _ = m.solve(cost, sense_max=bool(u))
                         if st != "optimal" or y is None:
                             continue
@@ -628,27 +633,15 @@ class _LocalBounds:
         self.R, self.Rc, self.rlo, self.rhi = R, R.tocsc(), rlo, rhi
         self.lo, self.hi, self.x0, self.groups = lo, hi, x0, groups
         self.check, self.time_limit = check, time_limit
-        self.n = R.shape[1]
         self.group = None
         self.tries = self.hits = 0
 
     def _models(self, g):
         cols = np.flatnonzero(self.groups == g)
-        rows = np.unique(self.Rc[:, cols].indices)
-        Rr = self.R[rows]
-        Rg = Rr[:, cols]
-        least = Rr @ self.lo - Rg @ self.lo[cols]
-        most = Rr @ self.hi - Rg @ self.hi[cols]
-        lo, hi = self.lo[cols], self.hi[cols]
-        self.outer = _Model(Rg, self.rlo[rows] - most, self.rhi[rows] - least, lo, hi,
-                            self.time_limit, integer=False)
-        self.outer.h.setOptionValue("presolve", "off")
-        self.outer.h.setOptionValue("simplex_strategy", 4)
-        self.inner = _held(self.R, self.Rc, self.rlo, self.rhi, self.lo, self.hi, self.x0,
-                           cols, self.time_limit)
-        at = np.full(self.n, -1, np.int64)
-        at[cols] = np.arange(cols.size)
-        self.group, self.cols, self.at = g, cols, at
+        args = (self.R, self.Rc, self.rlo, self.rhi, self.lo, self.hi)
+        self.outer = _held(*args, None, cols, self.time_limit)
+        self.inner = _held(*args, self.x0, cols, self.time_limit)
+        self.group, self.cols = g, cols
 
     def reached(self, j, up, seen_lo, seen_hi, see) -> bool:
         """True when a table seen (or found here, then passed to ``see``) reaches the
@@ -662,7 +655,7 @@ class _LocalBounds:
             self._models(g)
         self.tries += 1
         cost = np.zeros(self.cols.size)
-        cost[self.at[j]] = 1.0
+        cost[np.searchsorted(self.cols, j)] = 1.0
         st, _, _ = self.outer.solve(cost, sense_max=up)
         if st != "optimal":
             return False

@@ -129,6 +129,40 @@ def test_local_moves_pair_groups_where_one_cannot_move_alone():
     assert not _raise(R, rlo, rhi, lo, hi, x0, np.minimum(groups, 2), 0)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_groups_change_no_answer_at_realistic_counts(seed):
+    """8 blocks of 12 cells with counts in the tens (a tract): windowed sums inside each
+    block and across blocks (each code over all blocks); with the local stage, pairs
+    included, certainty and the bounds equal those without it."""
+    rng = np.random.default_rng(seed)
+    k, m = 8, 12
+    groups = np.repeat(np.arange(k), m)
+    truth = rng.poisson(rng.choice([0.5, 20.0], k * m))
+    rows = [np.flatnonzero(groups == g) for g in range(k)]
+    rows += [rng.choice(np.flatnonzero(groups == g), 4, replace=False)
+             for g in range(k) for _ in range(3)]
+    rows += [np.arange(c, k * m, m) for c in range(m)]
+    R = np.zeros((len(rows), k * m), np.int64)
+    for i, c in enumerate(rows):
+        R[i, c] = 1
+    s = R @ truth
+    w = rng.integers(0, 4, len(rows))
+    rlo = np.maximum(s - rng.integers(0, w + 1), 0)
+    rhi = rlo + w
+    lo = np.zeros(k * m, np.int64)
+    hi = np.full(k * m, 10**6, np.int64)
+    for i in range(len(rows)):
+        hi[R[i] > 0] = np.minimum(hi[R[i] > 0], rhi[i])
+    Rs = sp.csr_matrix(R)
+    a = certify.integer_bounds(Rs, rlo, rhi, lo, hi, bounds="lp")
+    b = certify.integer_bounds(Rs, rlo, rhi, lo, hi, bounds="lp", groups=groups)
+    np.testing.assert_array_equal(a.certain, b.certain)
+    np.testing.assert_array_equal(a.lower, b.lower)
+    np.testing.assert_array_equal(a.upper, b.upper)
+    assert (truth >= b.lower).all() and (truth <= b.upper).all()
+    assert (~b.certain).any() and b.decided.all()
+
+
 def test_groups_of_the_wrong_length_are_refused():
     R = sp.csr_matrix(np.array([[1, 1]]))
     with pytest.raises(ValueError, match="groups has 3 entries for 2 unknowns"):

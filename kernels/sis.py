@@ -80,32 +80,36 @@ def _suffix(rr, cj, suf):
 
 
 @njit
-def _prefix_suffix(row, n, pre, post):
-    """``pre[k]``: the sum of ``row[:k]``, ``post[k]``: of ``row[k:n + 1]`` (k = 0 .. n + 1)."""
+def _prefix(M, k, n, pre, post):
+    """``pre[t]``: the sum of ``M[k, :t]`` (t = 0 .. n + 1); the suffix sums ``post`` are
+    marked not yet computed (:func:`_window_rest` computes them when it first needs them:
+    computing them for every row made the count SIS 3-4x slower).  The matrix and a row
+    index, not a row view."""
     pre[0] = 0.0
     for t in range(n + 1):
-        pre[t + 1] = pre[t] + row[t]
-    post[n + 1] = 0.0
-    for t in range(n, -1, -1):
-        post[t] = post[t + 1] + row[t]
+        pre[t + 1] = pre[t] + M[k, t]
+    post[n + 1] = -1.0
 
 
 @njit
-def _window_sum(row, lo, hi, pre, post):
-    """``row[lo] + ... + row[hi]`` from the prefix sums ``pre`` (``pre[k]``: the first k
-    values) or the suffix sums ``post``, whichever subtracts a sum at most 1,000 times the
-    result (at least 13 correct digits), else summed directly."""
-    big = pre[hi + 1]
-    v = big - pre[lo]
-    if v > 0.0 and big <= 1e3 * v:
-        return v
+def _window_rest(M, k, lo, hi, n, pre, post):
+    """``M[k, lo] + ... + M[k, hi]`` where the prefix sums ``pre`` (:func:`_prefix`) would
+    subtract a sum more than 1,000 times the result: from the suffix sums ``post``
+    (``post[t]``: values t .. n of row k, computed here when first needed) if they
+    subtract less, else summed directly (at least 13 correct digits either way).  The
+    callers take the prefix difference inline first (a helper for that too made the
+    count SIS 3-4x slower)."""
+    if post[n + 1] < 0.0:
+        post[n + 1] = 0.0
+        for t in range(n, -1, -1):
+            post[t] = post[t + 1] + M[k, t]
     big = post[lo]
     v = big - post[hi + 1]
     if v > 0.0 and big <= 1e3 * v:
         return v
     v = 0.0
     for t in range(lo, hi + 1):
-        v += row[t]
+        v += M[k, t]
     return v
 
 
@@ -131,14 +135,17 @@ def _suffix_linear(rr, cj, suf, lin, pre, post, scales):
         cap += rr[i]
         wide = rr[i] >= 32
         if wide:
-            _prefix_suffix(lin[i + 1], cj, pre, post)
+            _prefix(lin, i + 1, cj, pre, post)
         top = 0.0
         for s in range(cj + 1):
             v = 0.0
             if s <= cap:
                 a = max(0, s - rr[i])
                 if wide:
-                    v = _window_sum(lin[i + 1], a, s, pre, post)
+                    big = pre[s + 1]
+                    v = big - pre[a]
+                    if v <= 0.0 or big > 1e3 * v:
+                        v = _window_rest(lin, i + 1, a, s, cj, pre, post)
                 else:
                     for t in range(a, s + 1):
                         v += lin[i + 1, t]
@@ -158,25 +165,121 @@ def _suffix_linear(rr, cj, suf, lin, pre, post, scales):
     return True
 
 
+#: the largest count of compositions a column may have for :func:`_column_exact`: every
+#: count and partial sum is then an integer below 2**53, exact in float64 (with a margin
+#: for ``lgamma``'s rounding in :func:`exact_fits`)
+_EXACT_LOG = 36.0
+
+
 @njit
-def _walk(R, C, u, T, draw, weights, rr, uniform=False):
+def exact_fits(R, C):
+    """Whether every column's counts of bounded compositions are exact in float64: the
+    compositions of the largest column sum into ``len(R)`` parts, unbounded, number at
+    most e**36 < 2**53 (every count and every window sum of :func:`_column_exact` is at
+    most that)."""
+    r = R.shape[0]
+    cm = 0
+    for j in range(C.shape[0]):
+        cm = max(cm, C[j])
+    return _log_comb(cm, r) <= _EXACT_LOG
+
+
+@njit
+def _column_exact(rr, cj, lin, caps):
+    """The column's counts of bounded compositions, exact (integers in float64; the
+    caller checked :func:`exact_fits`): ``lin[i, s]`` the ways rows i .. hold ``s`` with
+    row k at most ``rr[k]``, for rows 1 .. r - 1 and the sums rows 0 .. i - 1 can leave
+    (``max(0, cj - sum(rr[:i])) .. min(cj, caps[i])``, ``caps[i] = sum(rr[i:])``).  Each
+    row is a sliding window over the row below, two additions a value (the peer's counts
+    in int64, our old ones by prefix sums with guards).  Returns the column's count
+    (row 0 at ``cj``)."""
+    r = rr.shape[0]
+    caps[r] = 0
+    for i in range(r - 1, -1, -1):
+        caps[i] = caps[i + 1] + rr[i]
+    lin[r, 0] = 1.0
+    above = caps[0] - caps[r - 1]               # rows 0 .. r - 2 hold at most this
+    lo1 = 0                                     # row r: only s = 0
+    hi1 = 0
+    for i in range(r - 1, 0, -1):
+        lo = max(0, cj - above)
+        hi = min(cj, caps[i])
+        w = rr[i]
+        win = 0.0                               # the window t in [s - w, s] for s = lo - 1
+        for t in range(max(lo1, lo - 1 - w), min(lo - 1, hi1) + 1):
+            win += lin[i + 1, t]
+        for s in range(lo, hi + 1):
+            if s <= hi1 and s >= lo1:
+                win += lin[i + 1, s]
+            d = s - w - 1
+            if d >= lo1 and d <= hi1:
+                win -= lin[i + 1, d]
+            lin[i, s] = win
+        lo1 = lo
+        hi1 = hi
+        above -= rr[i - 1]
+    z = 0.0
+    for t in range(max(lo1, cj - rr[0]), min(cj, hi1) + 1):
+        z += lin[1, t]
+    return z
+
+
+@njit
+def _pick(lin, k, s, lo, hi, target):
+    """The inverse cdf of a cell whose value ``x`` in ``lo .. hi`` weighs ``lin[k, s -
+    x]``: the first ``x`` whose running sum passes ``target`` (``hi`` if none does)."""
+    acc = 0.0
+    for v in range(lo, hi + 1):
+        acc += lin[k, s - v]
+        if target < acc:
+            return v
+    return hi
+
+
+@njit
+def _buffers(R, C, uniform):
+    """Work arrays of :func:`_walk`, allocated once for all its walks."""
+    r = R.shape[0]
+    w = (C.max() + 1) if uniform else 1
+    return (np.empty(R.max() + 1), np.empty(r, np.int64), np.empty((r + 1, w)),
+            np.empty((r + 1, w)), np.empty(w + 1), np.empty(w + 1), np.empty(r + 1),
+            np.empty(r + 1, np.int64))
+
+
+@njit
+def _walk(R, C, u, T, draw, uniform, exact, weights, rr, suf, lin, pre, post, scales, caps):
     """``log q`` of one table: drawn with the uniforms ``u`` (r - 1, m - 1) when ``draw``,
     else the table ``T`` followed (-inf where it leaves the proposal's ranges).
     ``uniform``: each column uniform among the compositions the remaining row sums allow
-    (else each cell weighted by the ways its row's rest spreads over the later columns)."""
+    (else each cell weighted by the ways its row's rest spreads over the later columns);
+    ``exact``: the column counts are exact in float64 (:func:`exact_fits`), so each
+    column's probability is one over its count, and its cells are drawn against exact
+    window sums.  The rest: work arrays (:func:`_buffers`)."""
     r = R.shape[0]
     m = C.shape[0]
     for i in range(r):
         rr[i] = R[i]
     logq = 0.0
-    suf = np.empty((r + 1, (C.max() + 1) if uniform else 1))
-    lin = np.empty((r + 1, (C.max() + 1) if uniform else 1))
-    pre = np.empty((C.max() + 2) if uniform else 1)
-    post = np.empty((C.max() + 2) if uniform else 1)
-    scales = np.empty(r + 1)
     for j in range(m - 1):
         k = m - 1 - j
         cj = C[j]
+        if uniform and exact:
+            z = _column_exact(rr, cj, lin, caps)
+            logq -= math.log(z)
+            s = cj
+            for i in range(r - 1):
+                lo = max(0, s - caps[i + 1])
+                hi = min(rr[i], s)
+                if draw:                   # inverse cdf against exact integer sums
+                    x = _pick(lin, i + 1, s, lo, hi, u[i, j] * (z if i == 0 else lin[i, s]))
+                else:
+                    x = T[i, j]
+                    if x < lo or x > hi:
+                        return -np.inf
+                rr[i] -= x
+                s -= x
+            rr[r - 1] -= s
+            continue
         cap = 0
         for i in range(r):
             cap += rr[i]
@@ -190,14 +293,7 @@ def _walk(R, C, u, T, draw, weights, rr, uniform=False):
                 for v in range(lo, hi + 1):
                     z += lin[i + 1, cj - v]
                 if draw:
-                    x = hi
-                    acc = 0.0
-                    target = u[i, j] * z
-                    for v in range(lo, hi + 1):
-                        acc += lin[i + 1, cj - v]
-                        if target < acc:
-                            x = v
-                            break
+                    x = _pick(lin, i + 1, cj, lo, hi, u[i, j] * z)
                 else:
                     x = T[i, j]
                     if x < lo or x > hi:
@@ -232,11 +328,12 @@ def sample(R, C, u, uniform=False):
     (n, r - 1, m - 1) in [0, 1)."""
     n = u.shape[0]
     out = np.zeros(n)
-    weights = np.empty(R.max() + 1)
-    rr = np.empty(R.shape[0], np.int64)
+    weights, rr, suf, lin, pre, post, scales, caps = _buffers(R, C, uniform)
+    exact = exact_fits(R, C)
     none = np.zeros((0, 0), np.int64)
     for s in range(n):
-        out[s] = -_walk(R, C, u[s], none, True, weights, rr, uniform)
+        out[s] = -_walk(R, C, u[s], none, True, uniform, exact, weights, rr, suf, lin, pre,
+                        post, scales, caps)
     return out
 
 
@@ -253,9 +350,9 @@ def log_proposal(R, C, T, uniform=False):
     for j in range(m):
         if T[:, j].sum() != C[j]:
             return -np.inf
-    weights = np.empty(R.max() + 1)
-    rr = np.empty(r, np.int64)
-    return _walk(R, C, np.zeros((0, 0)), T, False, weights, rr, uniform)
+    weights, rr, suf, lin, pre, post, scales, caps = _buffers(R, C, uniform)
+    return _walk(R, C, np.zeros((0, 0)), T, False, uniform, exact_fits(R, C), weights, rr,
+                 suf, lin, pre, post, scales, caps)
 
 
 # --- weighted tables: the proposal of the importance-sampling posterior --------------------
@@ -326,7 +423,7 @@ def _col_linear(cj, a, b, wt, sc, lin, scl, caplo, caphi, flat, pre, post):
         caplo[i] = caplo[i + 1] + a[i]
         caphi[i] = min(caphi[i + 1] + b[i], cj)
         if flat:
-            _prefix_suffix(lin[i + 1], cj, pre, post)
+            _prefix(lin, i + 1, cj, pre, post)
         top = 0.0
         for s in range(cj + 1):
             v = 0.0
@@ -334,7 +431,10 @@ def _col_linear(cj, a, b, wt, sc, lin, scl, caplo, caphi, flat, pre, post):
                 x0 = max(a[i], s - caphi[i + 1])
                 x1 = min(b[i], s - caplo[i + 1])
                 if flat:
-                    v = _window_sum(lin[i + 1], s - x1, s - x0, pre, post)
+                    big = pre[s - x0 + 1]
+                    v = big - pre[s - x1]
+                    if v <= 0.0 or big > 1e3 * v:
+                        v = _window_rest(lin, i + 1, s - x1, s - x0, cj, pre, post)
                 else:
                     for x in range(x0, x1 + 1):
                         v += wt[i, x - a[i]] * lin[i + 1, s - x]

@@ -77,6 +77,10 @@ def test_the_proposal_is_a_distribution_on_exactly_the_candidates(seed, uniform)
                 want -= math.log(n_col)
                 rr = rr - T[:, j]
             assert ksis.log_proposal(R, C, T, True) == pytest.approx(want, abs=1e-9)
+        bufs = ksis._buffers(R, C, True)          # the guarded (non-exact) path agrees
+        guarded = [ksis._walk(R, C, np.zeros((0, 0)), T, False, True, False, *bufs)
+                   for T in tabs]
+        np.testing.assert_allclose(guarded, logq, rtol=0, atol=1e-12)
     assert len(tabs) == rk.count_candidates(_release(R, C))
 
 

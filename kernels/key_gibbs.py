@@ -19,6 +19,14 @@ interval cut by each of its ``T`` totals' intervals shifted by the rest of the t
 key), whose length weighs ``v`` (an empty cell has no key: weight 1 when every total
 holds without it); ``v`` is drawn, then ``k`` uniformly on its union.
 
+Parallel tempering (:func:`tempered`): beside the target, replicas whose totals are soft at
+fixed penalties, one sweep each a round, then swaps of neighbouring replicas' states by
+the Metropolis rule.  A total's key is the fractional part of the sum of its cells' keys,
+and the sum's whole turns barely move under single-cell redraws and the patterns (each key
+stays within its own interval): chains started at different turns stayed apart (a 6 x 6
+table: R-hat 1.27 after 4 x 2,000 sweeps).  The soft replicas cross between turns by
+breaking a total for a while, and hand their states down.
+
 Warm-up starts with soft totals (a violated total costs ``exp(-lam)``, ``lam`` raised to
 ``LAM_HARD`` over the warm-up's first part) so that chains started anywhere in the cells'
 windows find tables consistent with the release; after it every total is hard (the exact
@@ -30,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["seed", "sweeps", "violations"]
+__all__ = ["seed", "sweeps", "tempered", "violations"]
 
 #: beyond this penalty the totals are hard (the target itself)
 LAM_HARD = 1e300
@@ -476,4 +484,53 @@ def sweeps(x, K, lo, logp, ca, cb, tot_ptr, tot_idx, tlo, ta, tb, n, lam0, lam1,
                      tot_idx, tlo, ta, tb, xs, ks, tw, touched, coef, base, c_a, c_b, apts)
         if keep:
             out[it, :] = x
+    return stuck
+
+
+@njit(cache=True, nogil=True)
+def tempered(X, KK, lams, lo, logp, ca, cb, tot_ptr, tot_idx, tlo, ta, tb, n, thin, keep,
+             out, pcells, psigns, swaps):
+    """``n`` rounds of parallel tempering.  Replica ``r`` (counts ``X[r]``, keys ``KK[r]``)
+    targets the prior times every cell's interval times ``exp(-lams[r] E)``, ``E`` its
+    violated totals (:func:`violations`); ``lams[0] = LAM_HARD``: the target itself.  A
+    round: one sweep of each replica (the pattern moves only in the target's: they keep
+    every total hard), then each neighbouring pair ``r, r + 1`` swaps states with
+    probability ``min(1, exp((lams[r] - lams[r + 1]) (E_r - E_{r + 1})))`` (the target's
+    replica takes only a state without violations).  Every replica's move leaves its own
+    target invariant and the swaps leave the product invariant, so the target's replica
+    samples the target.  When ``keep``, ``out[i] = X[0]`` after rounds ``(i + 1) thin``;
+    ``swaps[r]`` counts the accepted swaps of pair ``r, r + 1``.  Returns the cells that
+    could not move (as :func:`sweeps`)."""
+    R = X.shape[0]
+    C = X.shape[1]
+    none_c = np.full((0, 1), -1, np.int64)
+    none_s = np.zeros((0, 1), np.int64)
+    idle = np.zeros((1, C), np.int64)
+    E = np.zeros(R, np.int64)
+    stuck = 0
+    for it in range(n):
+        for r in range(R):
+            if r == 0:
+                stuck += sweeps(X[0], KK[0], lo, logp, ca, cb, tot_ptr, tot_idx, tlo, ta, tb,
+                                1, lams[0], lams[0], False, idle, pcells, psigns)
+            else:
+                sweeps(X[r], KK[r], lo, logp, ca, cb, tot_ptr, tot_idx, tlo, ta, tb, 1,
+                       lams[r], lams[r], False, idle, none_c, none_s)
+            E[r] = violations(X[r], KK[r], tot_ptr, tot_idx, tlo, ta, tb)
+        for r in range(R - 1):
+            if E[r] == E[r + 1]:
+                ok = True
+            elif r == 0:
+                ok = E[1] == 0                   # the target: no violated total
+            else:
+                d = (lams[r] - lams[r + 1]) * (E[r] - E[r + 1])
+                ok = d >= 0.0 or np.random.random() < np.exp(d)
+            if ok:
+                for c in range(C):
+                    X[r, c], X[r + 1, c] = X[r + 1, c], X[r, c]
+                    KK[r, c], KK[r + 1, c] = KK[r + 1, c], KK[r, c]
+                E[r], E[r + 1] = E[r + 1], E[r]
+                swaps[r] += 1
+        if keep and (it + 1) % thin == 0:
+            out[(it + 1) // thin - 1, :] = X[0]
     return stuck

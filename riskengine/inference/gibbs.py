@@ -356,17 +356,8 @@ class BlockGibbs(MonteCarloRoute):
         fields of the result (``totals``, ``notes``); ``reducible``: the moves are known not
         to connect the candidates (not converged, whatever the diagnostics say)."""
         chains, n = draws.shape[:2]
-        shape = draws.shape[2:]
-        lo = draws.min(axis=(0, 1))
-        W = int((draws.max(axis=(0, 1)) - lo).max()) + 1
-        flat = draws.reshape((chains * n, -1)) - lo.reshape(-1)
-        ncell = flat.shape[1]
-        # every cell's share of draws at each value: one bincount over (cell, value)
-        probs = (np.bincount((np.arange(ncell) * W + flat).ravel(), minlength=ncell * W)
-                 .reshape(shape + (W,)) / float(chains * n))
-        diag = diagnostics(draws, lo, probs, release.dims, release.coords)
-        bad = diag.attrs["max_rhat"] > RHAT_MAX or diag.attrs["min_ess_bulk"] < ESS_MIN \
-            or diag.attrs["min_ess_tail"] < ESS_MIN
+        lo, probs, diag, ok = judge(draws, release.dims, release.coords)
+        bad = not ok
         summary = (f"max R-hat {diag.attrs['max_rhat']:.4f}, min bulk ESS "
                    f"{diag.attrs['min_ess_bulk']:.0f}, min tail ESS "
                    f"{diag.attrs['min_ess_tail']:.0f}")
@@ -540,6 +531,26 @@ def _replay(draws):
                              f"chains x {draws.shape[1]}); asked for {n}")
         return flat[np.sort(rng.choice(len(flat), n, replace=False))].copy()
     return draw
+
+
+def judge(draws: np.ndarray, dims, coords) -> tuple:
+    """``(lo, probs, diagnostics, converged)`` of kept draws ``(chain, draw, *shape)``:
+    each cell's least value and share of draws at each value from there, arviz's
+    diagnostics (:func:`diagnostics`) and whether they pass the usual rules (R-hat <=
+    :data:`RHAT_MAX`, bulk and tail ESS >= :data:`ESS_MIN`)."""
+    chains, n = draws.shape[:2]
+    shape = draws.shape[2:]
+    lo = draws.min(axis=(0, 1))
+    W = int((draws.max(axis=(0, 1)) - lo).max()) + 1 if lo.size else 1
+    flat = draws.reshape((chains * n, -1)) - lo.reshape(-1)
+    ncell = flat.shape[1]
+    # every cell's share of draws at each value: one bincount over (cell, value)
+    probs = (np.bincount((np.arange(ncell) * W + flat).ravel(), minlength=ncell * W)
+             .reshape(shape + (W,)) / float(chains * n))
+    diag = diagnostics(draws, lo, probs, dims, coords)
+    ok = bool(diag.attrs["max_rhat"] <= RHAT_MAX and diag.attrs["min_ess_bulk"] >= ESS_MIN
+              and diag.attrs["min_ess_tail"] >= ESS_MIN)
+    return lo, probs, diag, ok
 
 
 def diagnostics(draws: np.ndarray, lo: np.ndarray, probs: np.ndarray, dims, coords):

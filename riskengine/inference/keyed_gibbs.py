@@ -9,7 +9,11 @@ other cells' (the union of key intervals every total allows, per value), or a pa
 cells (two cells of a total, a 2 x 2 rectangle, a 2 x 2 x 2 cube) along ``+t / -t`` with
 their keys along ``+d / -d``.  Chains start at tables and keys that satisfy every
 published entry, found by a mixed-integer program (HiGHS) with the prior's or random
-gains (dispersed starts).  The moves are not proven to connect every
+gains (dispersed starts).  Beside each chain, replicas whose totals are soft (parallel
+tempering, :func:`kernels.key_gibbs.tempered`) hand down states from other turns of the
+totals' key sums, which the target's moves barely cross; while the draws fail the usual
+rules, the chains go on for rounds at twice the thinning, within the time budget of the
+call.  The moves are not proven to connect every
 candidate table: the result says so, the chains start apart, and R-hat / ESS (arviz)
 judge them.  Validated against the exact key integration where that runs (1-D tables
 and their total, 2-D tables and their grand total) and against a Monte Carlo integral
@@ -31,7 +35,13 @@ from .._seeding import release_seed
 from ..protocol import Cost, MonteCarloRoute
 from . import _chains
 
-__all__ = ["KeyGibbs"]
+__all__ = ["LADDER", "KeyGibbs"]
+
+#: the tempering ladder: the target (hard totals) and the penalties of the soft replicas
+#: (a violated total weighs exp(-penalty)).  Chosen on 5 x 5 .. 10 x 10 tables with every
+#: total (benchmarks/RESULTS.md, issue 26): swaps between neighbours accepted 15-95 % of
+#: the rounds; from the target to the first soft replica 22-96 %.
+LADDER = (kg.LAM_HARD, 6.0, 4.5, 3.5, 2.5)
 
 
 def _arrays(plan):
@@ -239,16 +249,22 @@ class KeyGibbs(MonteCarloRoute):
     def estimate(self, plan, what="posterior"):
         release = plan.release
         cells = int(np.prod(release.shape, dtype=np.int64))
-        # a sweep updates every cell's count and key (and tries the pattern moves): ~8
-        # microseconds a cell (benchmarks/route_seconds.py)
-        secs = 0.05 + self.chains * (self.warmup + self.draws) * cells * 8e-6
+        # a round: the target's sweep (every cell's count and key, the pattern moves: ~8
+        # microseconds a cell, benchmarks/route_seconds.py) and the tempered replicas'
+        # (no patterns: ~0.4 of it each)
+        per = cells * 8e-6 * (1 + 0.4 * (len(LADDER) - 1))
+        secs = 0.05 + self.chains * (self.warmup + self.draws) * per
         return Cost(float(8 * self.chains * self.draws * cells * 3 + 20e6),
                     f"{self.chains} chains x {self.draws} draws of "
-                    f"{' x '.join(map(str, release.shape))} tables, about {secs:.2g} s",
-                    seconds=secs)
+                    f"{' x '.join(map(str, release.shape))} tables, {len(LADDER)} tempered "
+                    f"replicas each, about {secs:.2g} s (a first round; more rounds while "
+                    "not converged, within the time budget)", seconds=secs)
 
     def run(self, plan, *, count=True):
-        from .gibbs import BlockGibbs  # its Monte Carlo result and diagnostics
+        import time
+
+        from .gibbs import BlockGibbs, judge  # the Monte Carlo result and diagnostics
+        from .resolve import TIME_BUDGET
 
         release, prior = plan.release, plan.prior
         members, a = _arrays(plan)
@@ -261,11 +277,10 @@ class KeyGibbs(MonteCarloRoute):
         rng = np.random.default_rng(release_seed(release, prior, "keys", *settings))
         seeds = rng.integers(2**31 - 1, size=self.chains)
         pcells, psigns = _patterns(release, members, rng)
-        soft = max(self.warmup // 2, 1)
-        hard = max(self.warmup - soft, 1)
-        n_it = soft + hard + self.draws
         args = (a["lo"], a["logp"], a["ca"], a["cb"], a["tot_ptr"], a["tot_idx"], a["tlo"],
                 a["ta"], a["tb"])
+        lams = np.array(LADDER, float)
+        R = len(lams)
 
         starts = [_start(a, members, rng, ch == 0) for ch in range(self.chains)]
         if starts[0] is None:
@@ -280,34 +295,75 @@ class KeyGibbs(MonteCarloRoute):
             raise RuntimeError("internal error: the starting table and keys of the key "
                                "chains break a published total")
         starts = [st if st is not None else starts[0] for st in starts]
+        # every chain's replicas (counts, keys), carried from round to round
+        state = [(np.repeat(st[0][None], R, axis=0), np.repeat(st[1][None], R, axis=0))
+                 for st in starts]
+        swaps = np.zeros((self.chains, R - 1), np.int64)
+        rounds_of = np.zeros(self.chains, np.int64)
 
-        def one(ch, tick):
-            crng = np.random.default_rng(seeds[ch])
-            x, K = (np.array(v) for v in starts[ch])
-            kg.seed(int(crng.integers(2**31 - 1)))
-            idle = np.zeros((1, n), np.int64)
-            for m in (soft, hard):
-                kg.sweeps(x, K, *args, m, kg.LAM_HARD, kg.LAM_HARD, False, idle, pcells,
-                          psigns)
-                tick(m)
-            if kg.violations(x, K, a["tot_ptr"], a["tot_idx"], a["tlo"], a["ta"], a["tb"]):
-                raise RuntimeError(f"internal error: key chain {ch} left the support")
-            out = np.zeros((self.draws, n), np.int64)
-            done = 0
-            while done < self.draws:
-                m = min(50, self.draws - done)
-                kg.sweeps(x, K, *args, m, kg.LAM_HARD, kg.LAM_HARD, True,
-                          out[done:done + m], pcells, psigns)
-                done += m
-                tick(m)
-            return out
+        def chain_round(warm, thin):
+            def one(ch, tick):
+                X, KK = (v.copy() for v in state[ch])
+                kg.seed(int((int(seeds[ch]) + 7919 * int(rounds_of[ch])) % (2**31 - 1)))
+                sw = np.zeros(R - 1, np.int64)
+                idle = np.zeros((1, n), np.int64)
+                done = 0
+                while done < warm:
+                    m = min(50, warm - done)
+                    kg.tempered(X, KK, lams, *args, m, 1, False, idle, pcells, psigns, sw)
+                    done += m
+                    tick(m)
+                out = np.zeros((self.draws, n), np.int64)
+                done = 0
+                while done < self.draws:
+                    m = max(1, min(self.draws - done, 50 // thin))
+                    kg.tempered(X, KK, lams, *args, m * thin, thin, True,
+                                out[done:done + m], pcells, psigns, sw)
+                    done += m
+                    tick(m * thin)
+                if kg.violations(X[0], KK[0], a["tot_ptr"], a["tot_idx"], a["tlo"], a["ta"],
+                                 a["tb"]):
+                    raise RuntimeError(f"internal error: key chain {ch} left the support")
+                return out, X, KK, sw
+            return one
 
-        draws = np.stack(_chains.run(self.chains, one, self.chains * n_it, plan.progress,
-                                     self.workers, self.scheduler))
-        draws = draws.reshape((self.chains, self.draws) + release.shape)
-        text = (f"Monte Carlo over counts and cell keys: {self.chains} chains x "
-                f"{self.draws} draws (the likelihood integrated over the keys)")
+        budget = plan.seconds if plan.seconds is not None else TIME_BUDGET
+        t_start = time.perf_counter()
+        warm, thin, rnd = self.warmup, 1, 0
+        while True:
+            t_round = time.perf_counter()
+            res = _chains.run(self.chains, chain_round(warm, thin),
+                              self.chains * (warm + self.draws * thin), plan.progress,
+                              self.workers, self.scheduler)
+            spent = time.perf_counter() - t_round
+            rnd += 1
+            rounds_of += 1
+            for ch, (_, X, KK, sw) in enumerate(res):
+                state[ch] = (X, KK)
+                swaps[ch] += sw
+            draws = np.stack([r[0] for r in res]).reshape(
+                (self.chains, self.draws) + release.shape)
+            *_, ok = judge(draws, release.dims, release.coords)
+            elapsed = time.perf_counter() - t_start
+            # the next round: the same draws at twice the thinning, no warm-up (the chains
+            # go on from where they are); its time from this round's
+            nxt = spent * (2 * thin * self.draws) / (warm + thin * self.draws)
+            if ok or elapsed + nxt > budget:
+                break
+            warm, thin = 0, 2 * thin
+        # each round of a chain tries one swap of every neighbouring pair: the warm-up's,
+        # and the draws' at thinning 1, 2, ..., thin
+        rates = swaps.sum(axis=0) / (self.chains * (self.warmup + self.draws * (2 * thin - 1)))
+        how = (f"{self.chains} chains x {self.draws} draws"
+               + (f" (every {thin} sweeps)" if thin > 1 else "")
+               + (f" in the last of {rnd} rounds ({elapsed:.0f} s)" if rnd > 1 else ""))
+        text = (f"Monte Carlo over counts and cell keys: {how} (the likelihood integrated "
+                "over the keys)")
         moves = ("single-cell redraws of a count and its key from their exact conditional "
-                 "law; not proven to reach every candidate table (chains start apart; "
+                 "law, patterns along moves that keep every total, and parallel tempering "
+                 f"with {R - 1} replicas whose totals are soft (penalties "
+                 f"{', '.join(f'{v:g}' for v in lams[1:])} a violated total; swaps accepted "
+                 f"{', '.join(f'{v:.2f}' for v in rates)} of the rounds from the target "
+                 "down); not proven to reach every candidate table (chains start apart; "
                  "R-hat and ESS judge them)")
         return BlockGibbs._result(release, draws, text, notes={"moves": moves})

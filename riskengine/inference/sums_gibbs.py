@@ -357,15 +357,7 @@ def sample(R, target, lb, ub, lw, groups, x0=None, *, chains: int = 4, draws: in
         return one
 
     def judge(arr):
-        lo = arr.min(axis=(0, 1))
-        W = int((arr.max(axis=(0, 1)) - lo).max()) + 1 if n else 1
-        flat = arr.reshape(-1, n) - lo
-        probs = np.stack([(flat == w).mean(axis=0) for w in range(W)], axis=-1)
-        diag = gibbs.diagnostics(arr, lo, probs, ("cell",), {"cell": np.arange(n)})
-        a = diag.attrs
-        ok = bool(a["max_rhat"] <= gibbs.RHAT_MAX and a["min_ess_bulk"] >= gibbs.ESS_MIN
-                  and a["min_ess_tail"] >= gibbs.ESS_MIN)
-        return lo, probs, diag, ok
+        return gibbs.judge(arr, ("cell",), {"cell": np.arange(n)})
 
     t_start = time.perf_counter()
     xs, warm, th, rnd = starts, warmup, thin, 0

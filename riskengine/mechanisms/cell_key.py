@@ -34,8 +34,10 @@ one row; a total with one nonempty cell) have the same key.  Routes:
   cross.
 * ``keys_mcmc`` (Monte Carlo; :mod:`riskengine.inference.keyed_gibbs`): chains over the
   counts and the keys together, any published totals; validated against ``keys`` and, for
-  crossing totals, against a Monte Carlo integral over the keys of every candidate.  Its
-  moves mix well on small tables and slowly on larger ones (R-hat and ESS say so).
+  crossing totals, against a Monte Carlo integral over the keys of every candidate.
+  Tempered replicas (soft totals) carry the chains between the turns of the totals' key
+  sums; rounds at twice the thinning run while the draws fail the usual rules, within
+  the time budget (R-hat and ESS say how it went).
 
 Every entry's window holds the originals within the p-table's largest perturbations of
 its published value, and the number of candidates is finite.

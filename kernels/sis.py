@@ -405,6 +405,17 @@ def lookahead(R, clo, clw):
 
 
 @njit
+def _col_start(cj, r, lin, caplo, caphi):
+    """Below the last row of a column: one way to hold 0 (``lin[r]``), nothing else
+    reachable (``caplo[r] = caphi[r] = 0``)."""
+    caplo[r] = 0
+    caphi[r] = 0
+    for s in range(cj + 1):
+        lin[r, s] = 0.0
+    lin[r, 0] = 1.0
+
+
+@njit
 def _col_linear(cj, a, b, wt, sc, lin, scl, caplo, caphi, flat, pre, post):
     """The column's suffix sums in linear space: ``lin[i, s] * exp(scl[i])`` the weight of
     the compositions of ``s`` into rows i.. (each row's values normalised by its largest;
@@ -413,11 +424,7 @@ def _col_linear(cj, a, b, wt, sc, lin, scl, caplo, caphi, flat, pre, post):
     of the row below (prefix sums, O(1) a value).  False where a reachable sum underflowed
     (the caller redoes the column in log space)."""
     r = a.shape[0]
-    caplo[r] = 0
-    caphi[r] = 0
-    for s in range(cj + 1):
-        lin[r, s] = 0.0
-    lin[r, 0] = 1.0
+    _col_start(cj, r, lin, caplo, caphi)
     scl[r] = 0.0
     for i in range(r - 1, -1, -1):
         caplo[i] = caplo[i + 1] + a[i]
@@ -446,6 +453,28 @@ def _col_linear(cj, a, b, wt, sc, lin, scl, caplo, caphi, flat, pre, post):
             lin[i, s] /= top
         scl[i] = scl[i + 1] + math.log(top) + sc[i]
     return True
+
+
+@njit
+def _col_exact_flat(cj, a, b, lin, caplo, caphi):
+    """:func:`_col_linear` for flat weights where every count is exact in float64
+    (:func:`exact_fits`): ``lin[i, s]`` the number of compositions of ``s`` into rows i ..
+    with row k in ``a[k] .. b[k]``, unscaled integers, each row a sliding window over the
+    row below (two additions a value).  ``caplo``, ``caphi`` as there."""
+    r = a.shape[0]
+    _col_start(cj, r, lin, caplo, caphi)
+    for i in range(r - 1, -1, -1):
+        caplo[i] = caplo[i + 1] + a[i]
+        caphi[i] = min(caphi[i + 1] + b[i], cj)
+        win = 0.0                                  # row i + 1 at t = s - b[i] .. s - a[i]
+        for s in range(cj + 1):
+            t = s - a[i]
+            if t >= 0:
+                win += lin[i + 1, t]
+            t = s - b[i] - 1
+            if t >= 0:
+                win -= lin[i + 1, t]
+            lin[i, s] = win if caplo[i] <= s <= caphi[i] else 0.0
 
 
 @njit
@@ -479,12 +508,22 @@ def _col_log(cj, a, b, lwt, lsuf, caplo, caphi):
 
 
 @njit
+def _exact_flat(R, C, flat, ahead):
+    """Whether :func:`_weighted_walk` takes its exact path: flat weights, no look-ahead,
+    counts exact in float64 (:func:`exact_fits`)."""
+    return flat and not ahead and exact_fits(R, C)
+
+
+@njit
 def _weighted_walk(R, C, clo, clw, flo, fhi, rmin, rmax, linear, flat, look, ahead, u, T,
-                   draw):
+                   draw, exact):
     """One table: drawn with the uniforms ``u`` (r, m) when ``draw`` (written to ``T``),
     else ``T`` followed.  Returns ``(log weight, log q)``: the table's log-weight over its
     proposal probability, and the log proposal probability (``-inf, -inf``: a walk with no
-    completion, or ``T`` outside the proposal)."""
+    completion, or ``T`` outside the proposal).  ``exact``: flat weights without the
+    look-ahead and counts exact in float64 (:func:`_exact_flat`): each column's
+    compositions counted exactly (:func:`_col_exact_flat`), drawn against exact totals,
+    q one over the count."""
     r = R.shape[0]
     m = C.shape[0]
     cm = 0
@@ -529,18 +568,30 @@ def _weighted_walk(R, C, clo, clw, flo, fhi, rmin, rmax, linear, flat, look, ahe
                 wt[i, x - a[i]] = w
                 if w <= 0.0:
                     lin_ok = False         # a hole or an underflow: the log-space path
-        if lin_ok:
-            lin_ok = _col_linear(cj, a, b, wt, sc, lin, scl, caplo, caphi, flat, pre, post)
-        if lin_ok:
+        col_exact = lin_ok and exact
+        if col_exact:
+            _col_exact_flat(cj, a, b, lin, caplo, caphi)
             z = lin[0, cj]
             if z <= 0.0:
                 return -np.inf, -np.inf
-            logw += math.log(z) + scl[0]
+            logw += math.log(z)
+            logq -= math.log(z)
+            for i in range(r):
+                logw += sc[i]                    # each row's (flat) weight
         else:
-            _col_log(cj, a, b, lwt, lsuf, caplo, caphi)
-            if lsuf[0, cj] == -np.inf:
-                return -np.inf, -np.inf
-            logw += lsuf[0, cj]
+            if lin_ok:
+                lin_ok = _col_linear(cj, a, b, wt, sc, lin, scl, caplo, caphi, flat, pre,
+                                     post)
+            if lin_ok:
+                z = lin[0, cj]
+                if z <= 0.0:
+                    return -np.inf, -np.inf
+                logw += math.log(z) + scl[0]
+            else:
+                _col_log(cj, a, b, lwt, lsuf, caplo, caphi)
+                if lsuf[0, cj] == -np.inf:
+                    return -np.inf, -np.inf
+                logw += lsuf[0, cj]
         s = cj
         for i in range(r):
             if i == r - 1:                       # the last row takes the column's rest
@@ -552,7 +603,15 @@ def _weighted_walk(R, C, clo, clw, flo, fhi, rmin, rmax, linear, flat, look, ahe
             else:
                 x0 = max(a[i], s - caphi[i + 1])
                 x1 = min(b[i], s - caplo[i + 1])
-                if lin_ok:
+                if col_exact:                    # uniform compositions: q is 1 / z
+                    if draw:
+                        pick = _pick(lin, i + 1, s, x0, x1, u[i, j] * lin[i, s])
+                    else:
+                        pick = T[i, j]
+                        if pick < x0 or pick > x1:
+                            return -np.inf, -np.inf
+                    p = 1.0
+                elif lin_ok:
                     tot = 0.0
                     for x in range(x0, x1 + 1):
                         tot += wt[i, x - a[i]] * lin[i + 1, s - x]
@@ -631,9 +690,10 @@ def sample_weighted(R, C, clo, clw, flo, fhi, rmin, rmax, linear, flat, look, ah
     m = C.shape[0]
     tables = np.zeros((n, r, m), np.int64)
     logw = np.empty(n)
+    exact = _exact_flat(R, C, flat, ahead)
     for k in prange(n):
         logw[k] = _weighted_walk(R, C, clo, clw, flo, fhi, rmin, rmax, linear, flat, look,
-                                 ahead, u[k], tables[k], True)[0]
+                                 ahead, u[k], tables[k], True, exact)[0]
     return tables, logw
 
 
@@ -642,4 +702,4 @@ def weighted_proposal(R, C, clo, clw, flo, fhi, rmin, rmax, linear, flat, look, 
     """``(log weight, log q)`` of the given table ``T`` under :func:`sample_weighted`'s
     proposal (``-inf, -inf`` where the proposal cannot reach it)."""
     return _weighted_walk(R, C, clo, clw, flo, fhi, rmin, rmax, linear, flat, look, ahead,
-                          np.zeros((0, 0)), T.copy(), False)
+                          np.zeros((0, 0)), T.copy(), False, _exact_flat(R, C, flat, ahead))

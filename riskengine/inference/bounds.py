@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import xarray as xr
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from .. import _validate as V
 from ..priors import Uniform
@@ -156,6 +155,8 @@ def exact_bounds(release, method: str = "ilp") -> xr.Dataset:
 
 
 def _bounds_by_program(release, integer: bool):
+    from scipy.optimize import Bounds, LinearConstraint, milp  # on first use (~0.15 s)
+
     dims, shape = release.dims, release.shape
     n = int(np.prod(shape))
     keeps = list(release.margins)

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from kernels import gibbs as moves
 from kernels import table_enum
@@ -118,6 +117,8 @@ def random_vertex(A, tmin, tmax, cmin, cmax, ok, rng: np.random.Generator,
     polytope's integer hull in a random direction (HiGHS MILP; the first in direction
     ``objective`` when given), re-drawn while ``ok(x)`` is False (a value the windows
     exclude inside their range: a hole); None if none."""
+    from scipy.optimize import Bounds, LinearConstraint, milp  # on first use (~0.15 s)
+
     n = cmin.size
     cons = [LinearConstraint(A, tmin, tmax)] if A.shape[0] else []
     for k in range(tries):

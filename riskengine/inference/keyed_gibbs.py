@@ -26,7 +26,6 @@ import itertools
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from kernels import key_gibbs as kg
 
@@ -156,6 +155,8 @@ def _start(a, members, rng, first: bool):
     inside their intervals and each total's key (the sum of its cells' keys less a whole
     number of turns) inside its interval.  Objective: the prior's log-weights (``first``)
     or random gains (dispersed starts).  None when no table and keys satisfy them all."""
+    from scipy.optimize import Bounds, LinearConstraint, milp  # on first use (~0.15 s)
+
     logp, lo, ca, cb = a["logp"], a["lo"], a["ca"], a["cb"]
     n, W = logp.shape
     tlo, ta, tb = a["tlo"], a["ta"], a["tb"]

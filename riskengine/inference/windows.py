@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from .._budget import fmt_number
 
@@ -204,6 +203,7 @@ class EntryWindows:
         and the system is totally unimodular (2-D tables), a close anchor otherwise.
         ``rng``: random gains instead of the log-weights' (a random vertex of the same
         polytope: dispersed starting tables for Monte Carlo chains)."""
+        from scipy.optimize import linprog  # on first use: its import costs ~0.15 s
         lo, lw = self.interior
         W = lw.shape[-1]
         fin = np.isfinite(lw)
@@ -261,6 +261,7 @@ class EntryWindows:
         numpy.ndarray
             float, the table's shape.
         """
+        from scipy.optimize import linprog  # on first use: its import costs ~0.15 s
         lo, lw = self.interior
         W = lw.shape[-1]
         fin = np.isfinite(lw)

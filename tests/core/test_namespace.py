@@ -60,6 +60,21 @@ def test_import_riskengine_loads_almost_nothing():
     assert [m for m in out if m.startswith("riskengine")] == ["riskengine", "riskengine._version"]
 
 
+def test_a_margins_only_posterior_does_not_import_the_optimizers():
+    """scipy.optimize costs about 0.15 s of a fresh process's start (issue 30: at most 1 s
+    of overhead before the first kernel); the routes import it where they solve a
+    program (dispersed starts, exact bounds), not at import."""
+    out = fresh("""
+        import numpy as np
+        import riskengine as rk
+        t = rk.Table(np.array([[5, 3, 2], [4, 6, 1], [2, 2, 7]]))
+        for route in ("dp", "auto"):
+            rk.posterior(rk.MarginsOnly().protect(t), route=route)
+        print(json.dumps("scipy.optimize" in sys.modules))
+    """)
+    assert out is False
+
+
 def test_the_mechanisms_package_alone_loads_no_mechanism():
     out = fresh("""
         import riskengine.mechanisms as m

@@ -92,6 +92,31 @@ def test_the_weight_times_the_proposal_is_the_target_on_every_table(kind, seed, 
         assert total_q == pytest.approx(1.0, abs=1e-9)
 
 
+@pytest.mark.parametrize("kind", ["flat", "fixed"])
+@pytest.mark.parametrize("seed", range(4))
+def test_the_exact_flat_path_equals_the_guarded_one(kind, seed):
+    """Flat weights: the exact column counts (integers in float64) and the guarded linear
+    sums (prefix / suffix differences, rescaled rows) give every table the same weight
+    and proposal probability (1e-12 in logs), and the same draws from the same
+    uniforms."""
+    rng = np.random.default_rng(500 + 10 * seed + len(kind))
+    r, m = [(2, 3), (3, 3), (3, 4), (4, 4)][seed]
+    R, C, clo, clw = _case(rng, r, m, kind)
+    arr = S.arrays_from(R, C, clo, clw, ahead=False)
+    assert arr.flat and K._exact_flat(R, C, True, False)
+    none = np.zeros((0, 0))
+    for T, _ in _fiber(R, C, clo, clw):
+        a = K._weighted_walk(*arr, none, T.copy(), False, True)
+        b = K._weighted_walk(*arr, none, T.copy(), False, False)
+        assert a == pytest.approx(b, abs=1e-12)
+    u = rng.random((200, r, m))
+    for k in range(len(u)):
+        Ta, Tb = np.zeros((r, m), np.int64), np.zeros((r, m), np.int64)
+        a = K._weighted_walk(*arr, u[k], Ta, True, True)
+        b = K._weighted_walk(*arr, u[k], Tb, True, False)
+        assert np.array_equal(Ta, Tb) and a == pytest.approx(b, abs=1e-12)
+
+
 @pytest.mark.parametrize("ahead", [False, True])
 @pytest.mark.parametrize("kind", ["flat", "poisson", "fixed", "holes"])
 def test_draws_follow_the_proposal(kind, ahead):

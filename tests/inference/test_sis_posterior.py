@@ -210,6 +210,19 @@ def test_counts_in_the_hundreds_and_ten_thousands():
                  rk.posterior(rel, rk.priors.Poisson(15.0), route="hypergeometric"))
 
 
+def test_counts_past_the_float64_bound_take_the_guarded_sums():
+    """8 x 2 margins with column sums near 1,600 (the compositions of a column number
+    about 1e18, past 2**53: the flat walk takes the guarded linear sums, not the exact
+    counts) under Uniform, against the exact table DP."""
+    t = rk.Table(np.random.default_rng(11).poisson(200, size=(8, 2)))
+    rel = rk.MarginsOnly().protect(t)
+    arr = S.ImportanceSampling()._prepared(make_plan(rel, rk.priors.Uniform()))
+    assert arr.flat and arr.linear and not K._exact_flat(arr.R, arr.C, arr.flat, arr.ahead)
+    post = rk.posterior(rel, rk.priors.Uniform(), route="sis",
+                        mcmc=rk.MonteCarlo(chains=1, draws=2000))
+    _within_mcse(post, rk.posterior(rel, rk.priors.Uniform(), route="dp"))
+
+
 def test_the_posterior_carries_its_weights_and_diagnostics(tmp_path):
     t = rk.Table(np.array([[3, 1, 2], [2, 4, 1], [1, 2, 5]]), dims=("v", "w"))
     rel = rk.MarginsOnly().protect(t)

@@ -13,7 +13,7 @@ gains (dispersed starts).  Beside each chain, replicas whose totals are soft (pa
 tempering, :func:`kernels.key_gibbs.tempered`) hand down states from other turns of the
 totals' key sums, which the target's moves barely cross; while the draws fail the usual
 rules, the chains go on for rounds at twice the thinning, within the time budget of the
-call.  The moves are not proven to connect every
+call (not when the draws are too few to pass the ESS rule at all).  The moves are not proven to connect every
 candidate table: the result says so, the chains start apart, and R-hat / ESS (arviz)
 judge them.  Validated against the exact key integration where that runs (1-D tables
 and their total, 2-D tables and their grand total) and against a Monte Carlo integral
@@ -264,7 +264,7 @@ class KeyGibbs(MonteCarloRoute):
     def run(self, plan, *, count=True):
         import time
 
-        from .gibbs import BlockGibbs, judge  # the Monte Carlo result and diagnostics
+        from .gibbs import ESS_MIN, BlockGibbs, judge  # the result and diagnostics
         from .resolve import TIME_BUDGET
 
         release, prior = plan.release, plan.prior
@@ -349,7 +349,9 @@ class KeyGibbs(MonteCarloRoute):
             # the next round: the same draws at twice the thinning, no warm-up (the chains
             # go on from where they are); its time from this round's
             nxt = spent * (2 * thin * self.draws) / (warm + thin * self.draws)
-            if ok or elapsed + nxt > budget:
+            # too few draws can never pass the ESS rule (a short run, as riskengine warmup
+            # makes): one round, not rounds until the time budget
+            if ok or elapsed + nxt > budget or self.chains * self.draws < ESS_MIN:
                 break
             warm, thin = 0, 2 * thin
         # each round of a chain tries one swap of every neighbouring pair: the warm-up's,

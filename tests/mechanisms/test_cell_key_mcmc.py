@@ -154,3 +154,16 @@ def test_tempering_joins_chains_that_started_at_other_turns():
         keyed_gibbs.LADDER = orig
     assert stuck.diagnostics.attrs["max_rhat"] > 1.05
     assert "in the last of" not in stuck.attrs["approximation"]     # one round: time=1
+
+
+def test_too_few_draws_for_the_ess_rule_run_one_round():
+    """4 chains x 20 draws (what riskengine warmup runs) can never show an ESS of 400: one
+    round, not rounds until the time budget (the warmup took 655 s with them); the result
+    says it has not converged."""
+    T = np.random.default_rng(1).poisson(5, size=(4, 4))
+    rel = rk.CellKey(D=2, V=1.0).protect(rk.Table(T), rng=np.random.default_rng(2))
+    with pytest.warns(ConvergenceWarning):
+        post = rk.posterior(rel, rk.priors.Poisson(5.0), route="keys_mcmc",
+                            mcmc=rk.MonteCarlo(draws=20, warmup=20))
+    assert not post.attrs["converged"]
+    assert "rounds" not in post.attrs["approximation"]

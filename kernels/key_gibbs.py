@@ -24,13 +24,14 @@ fixed penalties, one sweep each a round, then swaps of neighbouring replicas' st
 the Metropolis rule.  A total's key is the fractional part of the sum of its cells' keys,
 and the sum's whole turns barely move under single-cell redraws and the patterns (each key
 stays within its own interval): chains started at different turns stayed apart (a 6 x 6
-table: R-hat 1.27 after 4 x 2,000 sweeps).  The soft replicas cross between turns by
-breaking a total for a while, and hand their states down.
+table with every total: R-hat 1.18 after 4 x 1,000 draws, benchmarks/keys_mcmc.py).  The
+soft replicas cross between turns by breaking a total for a while, and hand their states
+down.
 
-Warm-up starts with soft totals (a violated total costs ``exp(-lam)``, ``lam`` raised to
-``LAM_HARD`` over the warm-up's first part) so that chains started anywhere in the cells'
-windows find tables consistent with the release; after it every total is hard (the exact
-target).  Plain arrays in and out; randomness is Numba's per-thread generator (``seed``).
+:func:`sweeps` can also raise the penalty from ``lam0`` to ``LAM_HARD`` over its sweeps
+(soft totals first), for chains started anywhere in the cells' windows; the route starts
+its chains at tables and keys that satisfy every entry instead.  Plain arrays in and out;
+randomness is Numba's per-thread generator (``seed``).
 """
 
 from __future__ import annotations

@@ -116,10 +116,8 @@ def test_tempered_chains_agree_with_the_exact_crossing_route(seed):
     grid of 10, zeros, counts 0-5): the tempered chains (the target and its soft
     replicas) against the exact integration over the keys (route ``keys-crossing``)."""
     rng = np.random.default_rng(2600 + seed)
-    done = 0
-    while done < 2:
-        shape = [(2, 3), (3, 3)][done]
-        ck = rk.CellKey.from_matrix(_grid_ptable(rng, 10, 1 + (seed + done) % 2))
+    for k, shape in enumerate([(2, 3), (3, 3)]):
+        ck = rk.CellKey.from_matrix(_grid_ptable(rng, 10, 1 + (seed + k) % 2))
         T = rng.poisson(2.0, size=shape)
         T[rng.random(shape) < 0.2] = 0
         rel = ck.protect(rk.Table(T, dims=("v", "w")), rng)
@@ -129,7 +127,6 @@ def test_tempered_chains_agree_with_the_exact_crossing_route(seed):
         assert mc.attrs["converged"], mc.attrs["diagnostics"]
         assert "parallel tempering with 4 replicas" in mc.attrs["moves"]
         monte_carlo_agrees(mc, exact)
-        done += 1
 
 
 def test_tempering_joins_chains_that_started_at_other_turns():

@@ -42,6 +42,8 @@ class _Job:
     intruder: object
     entropy: int
     memory: object = None
+    route: str = "auto"
+    mcmc: object = None
 
 
 def _run_one(job: _Job, i: int) -> dict:
@@ -59,13 +61,15 @@ def _run_one(job: _Job, i: int) -> dict:
         except ValueError as e:              # validate_release: not from this mechanism
             return _refuted(table, rel, str(e))
         try:
-            post = posterior(rel, job.intruder, memory=job.memory)
+            post = posterior(rel, job.intruder, memory=job.memory, route=job.route,
+                             mcmc=job.mcmc)
         except ValueError as e:
             if not str(e).startswith("no original table"):
                 raise
             return _refuted(table, rel, str(e))
     else:
-        post = posterior(rel, job.intruder, memory=job.memory)
+        post = posterior(rel, job.intruder, memory=job.memory, route=job.route,
+                             mcmc=job.mcmc)
     mode = post.mode().values
     n = post.n_candidates
     return {
@@ -81,6 +85,8 @@ def _run_one(job: _Job, i: int) -> dict:
         "log_evidence": post.log_evidence,
         "refuted": "",
         "approximate": int(bool(post.attrs.get("approximate"))),
+        # a Monte Carlo posterior that failed the usual rules (exact ones have no verdict)
+        "not_converged": int(not bool(post.attrs.get("converged", True))),
         "route": str(post.attrs.get("route")),
     }
 
@@ -96,7 +102,7 @@ def _refuted(table, rel, why: str) -> dict:
         "map_value": np.full(truth.shape, -1, dtype=truth.dtype), "map_prob": nan,
         "map_hit": np.zeros(truth.shape, bool), "prob_exact": nan,
         "n_candidates": 0.0, "log_evidence": -math.inf, "refuted": why,
-        "approximate": 0, "route": "",
+        "approximate": 0, "not_converged": 0, "route": "",
     }
 
 
@@ -133,7 +139,8 @@ def _check_scheduler(scheduler):
 
 def simulate(generator, mechanism, intruder=None, n_tables: int = 100,
              rng: np.random.Generator | None = None, scheduler=None, progress=None,
-             chunk: int | None = None, assumed=None, memory=None) -> xr.Dataset:
+             chunk: int | None = None, assumed=None, memory=None, route: str = "auto",
+             mcmc=None) -> xr.Dataset:
     """Draw ``n_tables`` originals, protect each, attack each with the intruder's posterior.
 
     Parameters
@@ -161,6 +168,13 @@ def simulate(generator, mechanism, intruder=None, n_tables: int = 100,
     memory : int or str, optional
         Memory budget of each table's posterior (as :func:`riskengine.posterior`'s
         ``memory=``; default: half the available memory).
+    route : str, default ``"auto"``
+        The posterior route of every table (as :func:`riskengine.posterior`'s ``route=``).
+    mcmc : rk.MonteCarlo, optional
+        Chains, draws and seed of the Monte Carlo routes (as :func:`riskengine.posterior`'s
+        ``mcmc=``): a study of many tables under a Monte Carlo route (the cell key
+        method's ``keys_mcmc``) may run shorter chains; each table's convergence is in
+        ``attrs["routes"]`` and the approximate count as before.
 
     Returns
     -------
@@ -199,7 +213,7 @@ def simulate(generator, mechanism, intruder=None, n_tables: int = 100,
     chunk = V.integer(chunk, "chunk", 1)
     if memory is not None:
         budget(memory)                  # a bad budget is refused before any table is drawn
-    job = _Job(generator, mechanism, assumed, intruder, root_entropy(rng), memory)
+    job = _Job(generator, mechanism, assumed, intruder, root_entropy(rng), memory, route, mcmc)
 
     if scheduler is None:
         rows = []
@@ -264,6 +278,12 @@ def _assemble(rows, job) -> xr.Dataset:
                            {"definition": "1 where the intruder's posterior of this table "
                                           "is approximate (Monte Carlo, or an approximate "
                                           "likelihood), 0 where exact"})
+    unconv = np.array([r.get("not_converged", 0) for r in rows], dtype=np.int8)
+    data["not_converged"] = (("table",), unconv,
+                             {"definition": "1 where the intruder's posterior of this table "
+                                            "is Monte Carlo and failed the usual rules "
+                                            "(R-hat <= 1.01, bulk and tail ESS >= 400), 0 "
+                                            "otherwise"})
     refuted = np.array([bool(r["refuted"]) for r in rows])
     data["refuted"] = (("table",), refuted,
                        {"definition": "the intruder's (misstated) mechanism cannot have made "
@@ -279,6 +299,7 @@ def _assemble(rows, job) -> xr.Dataset:
         "n_tables": len(rows),
         "n_refuted": int(refuted.sum()),
         "n_approximate": int(approx.sum()),
+        "n_not_converged": int(unconv.sum()),
         "routes": ", ".join(sorted({r.get("route", "") for r in rows} - {""})),
         "seed_entropy": str(job.entropy),
         "seeding": "table i: original drawn with PCG64(SeedSequence(seed_entropy, "

@@ -103,6 +103,10 @@ def cmd_simulate(args) -> int:
         print(f"APPROXIMATE: {ds.attrs['n_approximate']} of {ds.attrs['n_tables']} "
               f"posteriors are approximate (routes {ds.attrs.get('routes')}): their "
               "probabilities carry Monte Carlo or likelihood error")
+    if ds.attrs.get("n_not_converged"):
+        print(f"NOT CONVERGED: {ds.attrs['n_not_converged']} of {ds.attrs['n_tables']} "
+              "Monte Carlo posteriors failed the usual rules (R-hat <= 1.01, ESS >= 400): "
+              "treat their numbers as rough")
     print(f"MAP hit rate {cal.attrs['overall_observed']:.4f}, mean claimed "
           f"{cal.attrs['overall_claimed']:.4f} (difference {cal.attrs['overall_z']:+.2f} s.e.)")
     print(f"{'P(MAP) bin':>12}  {'cells':>7}  {'claimed':>8}  {'observed':>8}  {'s.e.':>7}")

@@ -349,14 +349,16 @@ class BlockGibbs(MonteCarloRoute):
 
     @staticmethod
     def _result(release, draws, approximation: str = "", reducible: bool = False,
-                **extra) -> RouteResult:
+                judged=None, **extra) -> RouteResult:
         """The Monte Carlo result of the chains' kept ``draws`` ``(chain, draw, *shape)``:
         each cell's share of draws at each value, arviz diagnostics, whole-table draws
         replayed from the chains; ``approximation`` (default: blocked Gibbs) and ``extra``
         fields of the result (``totals``, ``notes``); ``reducible``: the moves are known not
-        to connect the candidates (not converged, whatever the diagnostics say)."""
+        to connect the candidates (not converged, whatever the diagnostics say); ``judged``:
+        :func:`judge` of these draws when the caller has it (rounds judge their draws)."""
         chains, n = draws.shape[:2]
-        lo, probs, diag, ok = judge(draws, release.dims, release.coords)
+        lo, probs, diag, ok = judged if judged is not None else \
+            judge(draws, release.dims, release.coords)
         bad = not ok
         summary = (f"max R-hat {diag.attrs['max_rhat']:.4f}, min bulk ESS "
                    f"{diag.attrs['min_ess_bulk']:.0f}, min tail ESS "

@@ -220,10 +220,62 @@ def _start(a, members, rng, first: bool):
     sol = res.x
     w = np.argmax(sol[ck:tk].reshape(n, W), axis=1)
     x = lo + w
-    rr = np.arange(n)
-    K = np.clip(sol[kk:zk], ca[rr, w], np.nextafter(cb[rr, w], 0.0))
+    K = _interior_keys(x, w, np.rint(sol[zk:]), a, by)
+    if K is None:
+        return None
     K = np.where(x > 0, K, rng.random(n))
     return np.ascontiguousarray(x, np.int64), np.ascontiguousarray(K)
+
+
+def _interior_keys(x, w, turns, a, by):
+    """Keys for the counts ``x`` (window positions ``w``) and the totals' whole turns
+    ``turns`` as far inside every interval as they can be: a linear program maximising the
+    least slack (HiGHS meets the mixed-integer program's constraints only within its
+    tolerance, and a key on an interval's end can break the half-open interval it was
+    meant for).  None when no keys keep a positive slack."""
+    from scipy.optimize import linprog
+
+    n = x.size
+    rr = np.arange(n)
+    ca, cb = a["ca"][rr, w], a["cb"][rr, w]
+    tlo, ta, tb = a["tlo"], a["ta"], a["tb"]
+    # variables: the keys (n), the least slack d; maximise d
+    A, b = [], []
+
+    def le(entries, d_coef, rhs):            # sum(entries) + d_coef d <= rhs
+        r = np.zeros(n + 1)
+        for j, v in entries:
+            r[j] += v
+        r[n] = d_coef
+        A.append(r), b.append(rhs)
+
+    bounds = [(0.0, 1.0)] * n + [(None, 1.0)]
+    for c in range(n):
+        if x[c] == 0:
+            bounds[c] = (0.0, 0.0)           # an empty cell has no key: not in any sum
+            continue
+        le([(c, -1.0)], 1.0, -ca[c])         # K_c >= ca + d
+        le([(c, 1.0)], 1.0, cb[c])           # K_c <= cb - d
+    for t in range(len(by)):
+        held = [c for c in by[t] if x[c] > 0]
+        count = int(x[by[t]].sum())
+        i = count - int(tlo[t])
+        if not held:
+            continue                          # key 0; its interval was checked by the program
+        lo_t, hi_t = float(ta[t, i]), float(tb[t, i])
+        z = float(turns[t])
+        le([(c, -1.0) for c in held], 1.0, -(lo_t + z))   # sum K - z >= ta + d
+        le([(c, 1.0) for c in held], 1.0, hi_t + z)       # sum K - z <= tb - d
+    cost = np.zeros(n + 1)
+    cost[n] = -1.0
+    res = linprog(cost, A_ub=np.array(A) if A else None, b_ub=np.array(b) if b else None,
+                  bounds=bounds, method="highs")
+    if res.x is None or not res.x[n] > 1e-12:
+        return None
+    d = res.x[n]
+    # the solver's tolerance is far below the slack: clip within half of it
+    K = np.clip(res.x[:n], ca + d / 2, cb - d / 2)
+    return np.where(x > 0, K, 0.0)
 
 
 class KeyGibbs(MonteCarloRoute):
@@ -344,7 +396,8 @@ class KeyGibbs(MonteCarloRoute):
                 swaps[ch] += sw
             draws = np.stack([r[0] for r in res]).reshape(
                 (self.chains, self.draws) + release.shape)
-            *_, ok = judge(draws, release.dims, release.coords)
+            judged = judge(draws, release.dims, release.coords)
+            ok = judged[-1]
             elapsed = time.perf_counter() - t_start
             # the next round: the same draws at twice the thinning, no warm-up (the chains
             # go on from where they are); its time from this round's
@@ -369,4 +422,4 @@ class KeyGibbs(MonteCarloRoute):
                  f"{', '.join(f'{v:.2f}' for v in rates)} of the rounds from the target "
                  "down); not proven to reach every candidate table (chains start apart; "
                  "R-hat and ESS judge them)")
-        return BlockGibbs._result(release, draws, text, notes={"moves": moves})
+        return BlockGibbs._result(release, draws, text, judged=judged, notes={"moves": moves})

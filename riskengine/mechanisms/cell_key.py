@@ -25,19 +25,23 @@ one row; a total with one nonempty cell) have the same key.  Routes:
   segments (p-tables written as decimals): the likelihood integrated over the keys, by a
   chain over the cells carrying the exact piecewise-polynomial density of the running
   fractional sum of the keys.  The default wherever it applies.
+* ``keys-crossing`` (exact; :mod:`riskengine.inference.keyed_crossing`): totals that
+  share cells (rows and columns), a p-table on a grid, candidate tables few enough to list.
+* ``keys_mcmc`` (Monte Carlo; :mod:`riskengine.inference.keyed_gibbs`): chains over the
+  counts and the keys together, any published totals; the default where no exact route
+  applies and a table has totals.  Validated against ``keys``, ``keys-crossing`` and,
+  for crossing totals, against a Monte Carlo integral over the keys of every candidate.
+  Tempered replicas (soft totals) carry the chains between the turns of the totals' key
+  sums; rounds at twice the thinning run while the draws fail the usual rules, within
+  the time budget (R-hat and ESS say how it went).
 * the product of every entry's p-table probability (``dp``, ``enumerate``, ``line``,
-  ``gibbs``): exact for a table without totals; with totals an approximation, named in
+  ``gibbs``): exact for a table without totals (the default there); with totals an
+  approximation (taken by ``auto`` only past the key chains' time estimate), named in
   the posterior's ``attrs["approximation"]`` (any proper subset of the keys of a total and
   its cells is independent and uniform, but the total's key is the fractional part of the
   sum of its cells' keys).  Measured against ``keys`` in benchmarks/RESULTS.md: posterior
   probabilities off by up to 0.41 on small 1-D tables, and more where rows and columns
   cross.
-* ``keys_mcmc`` (Monte Carlo; :mod:`riskengine.inference.keyed_gibbs`): chains over the
-  counts and the keys together, any published totals; validated against ``keys`` and, for
-  crossing totals, against a Monte Carlo integral over the keys of every candidate.
-  Tempered replicas (soft totals) carry the chains between the turns of the totals' key
-  sums; rounds at twice the thinning run while the draws fail the usual rules, within
-  the time budget (R-hat and ESS say how it went).
 
 Every entry's window holds the originals within the p-table's largest perturbations of
 its published value, and the number of candidates is finite.
@@ -319,8 +323,8 @@ class CellKey(Mechanism):
     path_parameters = ("ptable",)
     windows = staticmethod(entry_windows)
     set_routes = (KeyCrossingSet(), LinkedDP(), LinkedGibbs())
-    routes = (KeyIntegration(), KeyCrossing(), TableDP(), Enumerate3D(), Line(), BlockGibbs(),
-              KeyGibbs())
+    routes = (KeyIntegration(), KeyCrossing(), KeyGibbs(), TableDP(), Enumerate3D(), Line(),
+              BlockGibbs())
 
     def inputs(self, release) -> Inputs:
         """The entry ``windows`` and each entry's ``key_intervals`` (:func:`key_intervals`).

@@ -21,6 +21,10 @@ def _simulate(doc: _Doc, ds: xr.Dataset) -> None:
         doc.add(f'<p class="note">APPROXIMATE: {int(ds.attrs["n_approximate"])} of {ntab} '
                 f"posteriors are approximate (routes {_e(str(ds.attrs.get('routes')))}): "
                 "their probabilities carry Monte Carlo or likelihood error.</p>")
+    if int(ds.attrs.get("n_not_converged", 0)):
+        doc.add(f'<p class="note">NOT CONVERGED: {int(ds.attrs["n_not_converged"])} of '
+                f"{ntab} Monte Carlo posteriors failed the usual rules (R-hat &lt;= 1.01, "
+                "ESS &gt;= 400; variable not_converged): treat their numbers as rough.</p>")
     doc.add("<h2>Setting</h2>" + _dl([("tables", _num(ntab)),
                                        ("cells per table", _num(np.prod(hit.shape[1:])))]
                                       + _attr_pairs(ds)))

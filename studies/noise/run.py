@@ -309,9 +309,10 @@ def main(argv=None) -> int:
              "the user's 95 % credible interval), the user's prior Poisson with the table's "
              "mean cell count (as in studies/compare) or the intruder's flat prior.  "
              "Every entry of a cell-key, random-rounding or noisy release is perturbed on its "
-             "own: the tables do not add up.  The cell key likelihood treats a total's key "
-             "as independent of its cells' keys (documented approximation; its calibration "
-             "is checked below)."), ""]
+             "own: the tables do not add up.  The cell key posteriors of tables with totals "
+             "come from the chains over counts and keys (route `keys_mcmc`: the likelihood "
+             "integrated over the keys, by Monte Carlo; its calibration is checked below)."),
+             ""]
     tables = compare_tables()
     summary = {}
     for name, t in tables.items():

@@ -564,7 +564,7 @@ def test_bad_keys_records_and_releases_are_refused():
 def test_a_release_with_some_totals_says_which_routes_do_not_apply():
     """Rows and the grand total of a 2-D table: no exact route (the key integration needs
     disjoint totals and a p-table on a grid, the product routes every total or none); the
-    key chains answer, saying why the others did not."""
+    key chains answer, saying why the exact routes did not."""
     rel = rk.CellKey(D=2, V=1.0).protect(
         rk.Table(np.array([[1, 4], [2, 2]]), dims=("v", "w"), margins=[("v",)]),
         np.random.default_rng(0))
@@ -573,7 +573,8 @@ def test_a_release_with_some_totals_says_which_routes_do_not_apply():
         rk.posterior(rel, route="dp")
     post = rk.posterior(rel)
     assert post.attrs["route"] == "keys_mcmc" and post.attrs["converged"]
-    assert "table DP needs every total" in post.attrs["route_reason"]
+    assert "keys: " in post.attrs["route_reason"]
+    assert "keys-crossing: " in post.attrs["route_reason"]
     assert "Monte Carlo over counts and cell keys" in post.attrs["approximation"]
 
 
@@ -613,9 +614,12 @@ def test_cli_protect_then_assess_then_count(tmp_path, capsys):
     assert main(["assess", str(out), "--truth", str(csv), "--no-report",
                  "--out", str(tmp_path / "o")]) == 0
     text = capsys.readouterr().out
-    n = rk.posterior(rel).n_candidates       # of the product: the posterior says APPROXIMATE
-    assert f"candidate original tables: {n:,}" in text and "CellKey(D=2, V=1.0, js=1)" in text
-    assert "APPROXIMATE" in text
+    # rows, columns and the grand total with a designed p-table (no grid): the chains over
+    # counts and keys answer, which visit candidates and do not count them
+    assert "route: keys_mcmc" in text and "CellKey(D=2, V=1.0, js=1)" in text
+    assert "candidate original tables: not counted by the Monte Carlo route" in text
+    assert "APPROXIMATE (Monte Carlo): Monte Carlo over counts and cell keys" in text
+    n = rk.posterior(rel, route="dp").n_candidates     # the product's support
     # a bare count has no label: refused, naming the product's count as an upper bound
     assert main(["count", str(out)]) != 0
     assert f"counts the {n} tables each of whose published entries is possible on its own" \

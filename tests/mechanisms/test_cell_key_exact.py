@@ -163,8 +163,9 @@ def test_crossing_totals_go_on_and_off_grid_ptables_stay_labelled():
     """Rows and columns published: the key integration over disjoint totals passes them on
     (saying why) to the exact route for crossing totals (tests/mechanisms/
     test_cell_key_crossing.py).  A designed p-table whose interval ends lie on no grid of
-    at most 1e5: the product of the entries' probabilities answers, labelled as an
-    approximation, and the reason says why."""
+    at most 1e5: the chains over counts and keys answer (Monte Carlo on the exact
+    likelihood), and the reason says why; the product of the entries' probabilities, asked
+    for, is labelled as an approximation."""
     rng = np.random.default_rng(1)
     ck = rk.CellKey.from_matrix(HANDBOOK)
     rel = ck.protect(rk.Table(np.array([[1, 4], [2, 2]]), dims=("v", "w")), rng)
@@ -174,8 +175,10 @@ def test_crossing_totals_go_on_and_off_grid_ptables_stay_labelled():
     designed = rk.CellKey(D=2, V=1.0)
     rel = designed.protect(rk.Table(np.array([3, 0, 5]), dims=("v",)), rng)
     post = rk.posterior(rel)
-    assert "tied" in post.attrs["approximation"]
+    assert post.attrs["route"] == "keys_mcmc" and post.attrs["converged"]
+    assert "Monte Carlo over counts and cell keys" in post.attrs["approximation"]
     assert "not a fraction with a denominator" in post.attrs["route_reason"]
+    assert "tied" in rk.posterior(rel, route="line").attrs["approximation"]
     with pytest.raises(ValueError, match="route 'keys' cannot answer this release"):
         rk.posterior(rel, route="keys")
 

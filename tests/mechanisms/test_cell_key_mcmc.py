@@ -164,3 +164,40 @@ def test_too_few_draws_for_the_ess_rule_run_one_round():
                             mcmc=rk.MonteCarlo(draws=20, warmup=20))
     assert not post.attrs["converged"]
     assert "rounds" not in post.attrs["approximation"]
+
+
+@pytest.mark.parametrize("seed, prior", [(0, rk.priors.Poisson(2.5)),
+                                         (12, rk.priors.Poisson(2.5)),
+                                         (29, rk.priors.Uniform())])
+def test_starts_keep_inside_every_interval(seed, prior):
+    """A designed p-table (interval ends on no grid) on a 3 x 3 table with every total:
+    on these releases the mixed-integer program's keys met a total's interval only within
+    HiGHS's tolerance, and the route stopped with an internal error (found by the
+    compare config test, issue 26).  Every start now lies inside every half-open
+    interval, the cells' with a positive slack, and the route answers."""
+    from kernels import key_gibbs as kg
+    from riskengine.inference import keyed_gibbs as kgm
+    from riskengine.inference.resolve import plan
+
+    T = np.array([[3, 0, 2], [1, 4, 1], [2, 2, 5]])
+    rel = rk.CellKey(D=3, V=2, js=1).protect(rk.Table(T, dims=("v", "w")),
+                                             np.random.default_rng(seed))
+    p = plan(rel, prior)
+    members, a = kgm._arrays(p)
+    rng = np.random.default_rng(1)
+    for first in (True, False, False, False):
+        st = kgm._start(a, members, rng, first)
+        if st is None:
+            assert not first
+            continue
+        x, K = st
+        assert kg.violations(x, K, a["tot_ptr"], a["tot_idx"], a["tlo"], a["ta"],
+                             a["tb"]) == 0
+        w = x - a["lo"]
+        rr = np.arange(x.size)
+        held = x > 0
+        assert (K[held] > a["ca"][rr, w][held]).all() and (K[held] < a["cb"][rr, w][held]).all()
+    with pytest.warns(ConvergenceWarning):         # 2 x 50 draws: the rules cannot pass
+        post = rk.posterior(rel, prior, route="keys_mcmc",
+                            mcmc=rk.MonteCarlo(chains=2, warmup=20, draws=50))
+    assert post.attrs["route"] == "keys_mcmc" and not post.attrs["converged"]

@@ -295,11 +295,14 @@ def _calibrated(cal, min_cells=30, limit=4.0) -> bool:
     return bool(ok and (np.abs(cal["z"].where(big, 0.0)) <= limit).all())
 
 
-def _cal(mech, n, shape, assumed=None, seed=4):
+def _cal(mech, n, shape, assumed=None, seed=4, **kw):
     gen = rk.generators.Poisson(3.0, shape=shape, dims=("v", "w"))
     ds = rk.simulate(gen, mech, rk.priors.Poisson(3.0), n_tables=n,
-                     rng=np.random.default_rng(seed), assumed=assumed)
-    return calibration(ds, bins=10)
+                     rng=np.random.default_rng(seed), assumed=assumed, **kw)
+    assert ds.attrs["n_not_converged"] == 0
+    cal = calibration(ds, bins=10)
+    cal.attrs["routes"] = ds.attrs["routes"]
+    return cal
 
 
 #: per mechanism: the true mechanism, the table shape, tables for the right model, and a
@@ -309,10 +312,13 @@ def _cal(mech, n, shape, assumed=None, seed=4):
 #: base-3 rounding hardly moves with the Poisson rate, and stays calibrated for rates
 #: 0.5 to 8)
 CALIBRATION = {
-    # the cell key likelihood treats the keys of a total and its cells as independent
-    # (the module's documented approximation); calibration holds at this size regardless
-    "cell key": (rk.CellKey(D=3, V=2, js=1), (3, 3), 250,
-                 rk.CellKey(D=3, V=1.2, js=1)),
+    # the cell key method's default route on a table with totals and a designed p-table is
+    # the Monte Carlo over counts and keys (about 0.3 s a 2 x 3 table with 2 chains); the
+    # wrong model's tables go through the product over entries (route 'dp': a misstated
+    # mechanism shows under any likelihood, and the key chains under the wrong model
+    # need rounds, 1.5 s a table)
+    "cell key": (rk.CellKey(D=3, V=3, js=1), (2, 3), 150,
+                 rk.CellKey(D=3, V=1.0, js=1)),
     "random rounding": (rk.RandomRounding(3), (3, 3), 250,
                         rk.NoisyCounts("discrete_gaussian", 0.5)),
     "geometric noise": (rk.NoisyCounts("geometric", 0.5), (2, 3), 300,
@@ -329,11 +335,14 @@ def test_calibration_true_mechanism_passes_wrong_model_fails(name):
     the wrong intruder model on 150 tables of the same kind: not calibrated, and
     overconfident (claims more than it gets)."""
     mech, shape, n, wrong = CALIBRATION[name]
-    right = _cal(mech, n, shape)
+    keyed = isinstance(mech, rk.CellKey)
+    right = _cal(mech, n, shape, mcmc=rk.MonteCarlo(chains=2, draws=1000) if keyed else None)
     assert right.attrs["n_tables"] == n
+    if keyed:
+        assert right.attrs["routes"] == "keys_mcmc"
     assert _calibrated(right), right.to_dataframe()
     assert int((right["n"] >= 30).sum()) >= 3
-    bad = _cal(mech, 150, shape, assumed=wrong)
+    bad = _cal(mech, 150, shape, assumed=wrong, route="dp" if keyed else "auto")
     assert not _calibrated(bad), bad.to_dataframe()
     assert bad.attrs["overall_z"] < -4
 

@@ -304,10 +304,10 @@ def test_compare_says_which_mechanisms_were_approximate():
     approx = ds["approximate"].sel(mechanism="cell key").values
     assert (approx == 1).all() and (ds["approximate"].sel(mechanism="cyclic") == 0).all()
     assert ds.attrs["approximate"] == 1
-    assert str(ds["routes"].sel(mechanism="cell key").values) == "dp"
+    assert str(ds["routes"].sel(mechanism="cell key").values) == "keys_mcmc"
     from riskengine.report import render_report
     html, _ = render_report(ds)
-    assert "APPROXIMATE: the posteriors of cell key (routes dp)" in html
+    assert "APPROXIMATE: the posteriors of cell key (routes keys_mcmc)" in html
 
 
 def test_simulate_counts_the_approximate_posteriors():
@@ -315,7 +315,7 @@ def test_simulate_counts_the_approximate_posteriors():
     ds = rk.simulate(generator=gen, mechanism=rk.CellKey(D=2, V=1.0, js=0),
                      intruder=rk.priors.Uniform(), n_tables=3, rng=np.random.default_rng(0))
     assert ds.attrs["n_approximate"] == int(ds["approximate"].sum()) == 3
-    assert "dp" in ds.attrs["routes"]
+    assert "keys_mcmc" in ds.attrs["routes"]
     exact = rk.simulate(generator=gen, mechanism=rk.MarginsOnly(),
                         intruder=rk.priors.Uniform(), n_tables=2,
                         rng=np.random.default_rng(0))

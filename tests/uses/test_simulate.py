@@ -17,8 +17,8 @@ import xarray as xr
 
 import riskengine as rk
 from riskengine._seeding import derived_rng
-from riskengine.cli import main
 from riskengine._simulate import calibration
+from riskengine.cli import main
 
 GEN = rk.generators.Poisson(3.0, shape=(3, 3), dims=("v", "w"))
 TRUE_MECH = rk.CyclicPerturbation(rk.cycles.diagonal(3), alpha=0.4, beta=0.4)
@@ -208,3 +208,29 @@ def test_releases_a_misstated_model_cannot_explain_are_recorded_not_fatal(tmp_pa
     assert "n_refuted" in write_report(ds, tmp_path).read_text()
     ok = rk.simulate(gen, true, rk.priors.Poisson(3.0), n_tables=5, rng=np.random.default_rng(0))
     assert ok.attrs["n_refuted"] == 0 and not ok["refuted"].values.any()
+
+
+def test_route_and_monte_carlo_settings_reach_every_table():
+    """``route=`` and ``mcmc=`` go to every table's posterior; a Monte Carlo posterior that
+    fails the usual rules is counted per table (``not_converged``) and said in the
+    report.  The cell key method with its totals and a designed p-table: the key chains
+    by default (2 x 30 draws cannot pass ESS >= 400), the product when asked for."""
+    from riskengine.inference.gibbs import ConvergenceWarning
+    from riskengine.report import render_report
+    gen = rk.generators.Poisson(3.0, shape=(2, 2), dims=("v", "w"))
+    ck = rk.CellKey(D=2, V=1.0)
+    with pytest.warns(ConvergenceWarning):
+        mc = rk.simulate(gen, ck, PRIOR, n_tables=2, rng=np.random.default_rng(0),
+                         mcmc=rk.MonteCarlo(chains=2, warmup=10, draws=30))
+    assert mc.attrs["routes"] == "keys_mcmc"
+    assert mc["not_converged"].values.tolist() == [1, 1] and mc.attrs["n_not_converged"] == 2
+    assert mc.attrs["n_approximate"] == 2
+    assert "NOT CONVERGED: 2 of 2 Monte Carlo posteriors" in render_report(mc)[0]
+    dp = rk.simulate(gen, ck, PRIOR, n_tables=2, rng=np.random.default_rng(0), route="dp")
+    assert dp.attrs["routes"] == "dp" and dp.attrs["n_not_converged"] == 0
+    np.testing.assert_array_equal(dp["true"].values, mc["true"].values)    # same tables
+    exact = _sim(2)
+    assert exact["not_converged"].values.tolist() == [0, 0]
+    with pytest.raises(ValueError, match="no_such_route"):
+        rk.simulate(gen, ck, PRIOR, n_tables=1, rng=np.random.default_rng(0),
+                    route="no_such_route")

@@ -48,8 +48,12 @@ def dask_client(scheduler, n_workers: int = 2):
     if isinstance(scheduler, distributed.Client):
         return scheduler, False
     if scheduler == "dask":
+        # the dashboard on a free port: None means distributed's 8787, which a second
+        # cluster on the machine (another run, a test beside it) finds taken, and the
+        # cluster then fails to start (the workers' dashboards likewise)
         cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
-                                           processes=True, dashboard_address=None)
+                                           processes=True, dashboard_address=":0",
+                                           worker_dashboard_address=":0")
         return distributed.Client(cluster), True
     return distributed.Client(scheduler), True
 

@@ -13,7 +13,9 @@ gains (dispersed starts).  Beside each chain, replicas whose totals are soft (pa
 tempering, :func:`kernels.key_gibbs.tempered`) hand down states from other turns of the
 totals' key sums, which the target's moves barely cross; while the draws fail the usual
 rules, the chains go on for rounds at twice the thinning, within the time budget of the
-call (not when the draws are too few to pass the ESS rule at all).  The moves are not proven to connect every
+call judged on the route's time model, not the clock, so that the draws do not depend on
+the machine's speed, the workers or the scheduler (and not when the draws are too few to
+pass the ESS rule at all).  The moves are not proven to connect every
 candidate table: the result says so, the chains start apart, and R-hat / ESS (arviz)
 judge them.  Validated against the exact key integration where that runs (1-D tables
 and their total, 2-D tables and their grand total) and against a Monte Carlo integral
@@ -299,13 +301,18 @@ class KeyGibbs(MonteCarloRoute):
                     "probabilities multiply exactly")
         return None
 
+    @staticmethod
+    def _sweep_seconds(release) -> float:
+        """The time model of one sweep of one chain: the target's sweep (every cell's count
+        and key, the pattern moves: ~8 microseconds a cell, benchmarks/route_seconds.py)
+        and the tempered replicas' (no patterns: ~0.4 of it each)."""
+        cells = int(np.prod(release.shape, dtype=np.int64))
+        return cells * 8e-6 * (1 + 0.4 * (len(LADDER) - 1))
+
     def estimate(self, plan, what="posterior"):
         release = plan.release
         cells = int(np.prod(release.shape, dtype=np.int64))
-        # a round: the target's sweep (every cell's count and key, the pattern moves: ~8
-        # microseconds a cell, benchmarks/route_seconds.py) and the tempered replicas'
-        # (no patterns: ~0.4 of it each)
-        per = cells * 8e-6 * (1 + 0.4 * (len(LADDER) - 1))
+        per = self._sweep_seconds(release)
         secs = 0.05 + self.chains * (self.warmup + self.draws) * per
         return Cost(float(8 * self.chains * self.draws * cells * 3 + 20e6),
                     f"{self.chains} chains x {self.draws} draws of "
@@ -380,15 +387,18 @@ class KeyGibbs(MonteCarloRoute):
                 return out, X, KK, sw
             return one
 
+        # whether a further round fits the time budget is judged on the route's time model
+        # (the chains' sweeps, one core), not on the clock: the draws do not depend on the
+        # machine's speed, its load, the workers or the scheduler
         budget = plan.seconds if plan.seconds is not None else TIME_BUDGET
+        per = self._sweep_seconds(release)
         t_start = time.perf_counter()
-        warm, thin, rnd = self.warmup, 1, 0
+        warm, thin, rnd, modelled = self.warmup, 1, 0, 0.0
         while True:
-            t_round = time.perf_counter()
             res = _chains.run(self.chains, chain_round(warm, thin),
                               self.chains * (warm + self.draws * thin), plan.progress,
                               self.workers, self.scheduler)
-            spent = time.perf_counter() - t_round
+            modelled += self.chains * (warm + self.draws * thin) * per
             rnd += 1
             rounds_of += 1
             for ch, (_, X, KK, sw) in enumerate(res):
@@ -400,11 +410,11 @@ class KeyGibbs(MonteCarloRoute):
             ok = judged[-1]
             elapsed = time.perf_counter() - t_start
             # the next round: the same draws at twice the thinning, no warm-up (the chains
-            # go on from where they are); its time from this round's
-            nxt = spent * (2 * thin * self.draws) / (warm + thin * self.draws)
+            # go on from where they are)
+            nxt = self.chains * 2 * thin * self.draws * per
             # too few draws can never pass the ESS rule (a short run, as riskengine warmup
             # makes): one round, not rounds until the time budget
-            if ok or elapsed + nxt > budget or self.chains * self.draws < ESS_MIN:
+            if ok or modelled + nxt > budget or self.chains * self.draws < ESS_MIN:
                 break
             warm, thin = 0, 2 * thin
         # each round of a chain tries one swap of every neighbouring pair: the warm-up's,

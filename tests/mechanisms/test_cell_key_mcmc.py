@@ -201,3 +201,20 @@ def test_starts_keep_inside_every_interval(seed, prior):
         post = rk.posterior(rel, prior, route="keys_mcmc",
                             mcmc=rk.MonteCarlo(chains=2, warmup=20, draws=50))
     assert post.attrs["route"] == "keys_mcmc" and not post.attrs["converged"]
+
+
+def test_rounds_do_not_depend_on_the_clock_or_the_workers():
+    """4 x 150 draws of a 6 x 6 table cannot pass ESS >= 400 at once: rounds run until
+    the next would pass ``time=5`` on the route's time model (three rounds), whatever
+    the machine's speed; one worker and two give the same rounds and the same draws."""
+    T = np.random.default_rng(1).poisson(5, size=(6, 6))
+    rel = rk.CellKey(D=2, V=1.0).protect(rk.Table(T), rng=np.random.default_rng(2))
+    prior = rk.priors.Poisson(5.0)
+    runs = []
+    for workers in (1, 2):
+        mc = rk.MonteCarlo(chains=4, draws=150, workers=workers)
+        with pytest.warns(ConvergenceWarning):
+            runs.append(rk.posterior(rel, prior, route="keys_mcmc", mcmc=mc, time=5))
+    a, b = runs
+    assert "(every 4 sweeps) in the last of 3 rounds" in a.attrs["approximation"]
+    np.testing.assert_array_equal(a.chains, b.chains)

@@ -63,11 +63,17 @@ def _cost(route, p) -> str:
 
 def _approximate(route, plan) -> bool:
     """Whether ``route``'s answer on the example is approximate (its likelihood input
-    says so); a route that does not apply there is judged by its kind alone."""
+    says so).  A route that does not apply there but reads the same input is approximate
+    where that input is (the cell key method's entry windows with totals: ``line`` on a
+    1-D table and its total, ``enumerate`` on a 3-D table and its margins), so it is
+    marked approximate too, not exact by its kind."""
     if plan is None:
         return False
     try:
-        return route.applies(plan) is None and bool(route.approximation(plan))
+        if route.applies(plan) is None:
+            return bool(route.approximation(plan))
+        return bool(route.reads and route.reads in plan.inputs
+                    and getattr(plan.inputs[route.reads], "approximation", ""))
     except (ValueError, KeyError, TypeError, MemoryError):
         return False
 
@@ -95,7 +101,8 @@ def routes() -> pd.DataFrame:
         ``exact``
             False for Monte Carlo routes and for routes whose likelihood is approximate on
             the mechanism's example (:meth:`Route.approximation`: resampling's per-cell
-            route, the cell key method's product over entries with totals) (nullable
+            route, the cell key method's product over entries with totals), or whose input
+            is approximate there when the route itself does not take the example (nullable
             boolean);
         ``answer``
             ``"exact"``, ``"approximate"`` (an exact computation on an approximate

@@ -48,6 +48,7 @@ class _Job:
 
 def _run_one(job: _Job, i: int) -> dict:
     from .release import Release
+    how = {"memory": job.memory, "route": job.route, "mcmc": job.mcmc}
     table = job.generator.draw(derived_rng(job.entropy, i, 0))
     rel = job.mechanism.protect(table, derived_rng(job.entropy, i, 1))
     truth = table.values
@@ -61,15 +62,13 @@ def _run_one(job: _Job, i: int) -> dict:
         except ValueError as e:              # validate_release: not from this mechanism
             return _refuted(table, rel, str(e))
         try:
-            post = posterior(rel, job.intruder, memory=job.memory, route=job.route,
-                             mcmc=job.mcmc)
+            post = posterior(rel, job.intruder, **how)
         except ValueError as e:
             if not str(e).startswith("no original table"):
                 raise
             return _refuted(table, rel, str(e))
     else:
-        post = posterior(rel, job.intruder, memory=job.memory, route=job.route,
-                             mcmc=job.mcmc)
+        post = posterior(rel, job.intruder, **how)
     mode = post.mode().values
     n = post.n_candidates
     return {
@@ -173,8 +172,8 @@ def simulate(generator, mechanism, intruder=None, n_tables: int = 100,
     mcmc : rk.MonteCarlo, optional
         Chains, draws and seed of the Monte Carlo routes (as :func:`riskengine.posterior`'s
         ``mcmc=``): a study of many tables under a Monte Carlo route (the cell key
-        method's ``keys_mcmc``) may run shorter chains; each table's convergence is in
-        ``attrs["routes"]`` and the approximate count as before.
+        method's ``keys_mcmc``) may run shorter chains; the tables whose Monte Carlo
+        posterior failed the usual rules are marked in ``not_converged``.
 
     Returns
     -------

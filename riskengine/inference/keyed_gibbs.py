@@ -223,8 +223,9 @@ def _start(a, members, rng, first: bool):
     w = np.argmax(sol[ck:tk].reshape(n, W), axis=1)
     x = lo + w
     K = _interior_keys(x, w, np.rint(sol[zk:]), a, by)
-    if K is None:
-        return None
+    if K is None:     # the program kept every key _EPS inside: a slack of _EPS exists
+        raise RuntimeError("internal error: the key chains' start found a table but no keys "
+                           "inside every interval of its entries")
     K = np.where(x > 0, K, rng.random(n))
     return np.ascontiguousarray(x, np.int64), np.ascontiguousarray(K)
 
@@ -234,7 +235,8 @@ def _interior_keys(x, w, turns, a, by):
     ``turns`` as far inside every interval as they can be: a linear program maximising the
     least slack (HiGHS meets the mixed-integer program's constraints only within its
     tolerance, and a key on an interval's end can break the half-open interval it was
-    meant for).  None when no keys keep a positive slack."""
+    meant for).  None when no keys keep a positive slack (the program's own keys keep
+    ``_EPS``, within its tolerance)."""
     from scipy.optimize import linprog
 
     n = x.size

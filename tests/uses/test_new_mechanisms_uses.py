@@ -316,7 +316,7 @@ CALIBRATION = {
     # the Monte Carlo over counts and keys (about 0.3 s a 2 x 3 table with 2 chains); the
     # wrong model's tables go through the product over entries (route 'dp': a misstated
     # mechanism shows under any likelihood, and the key chains under the wrong model
-    # need rounds, 1.5 s a table)
+    # need further rounds)
     "cell key": (rk.CellKey(D=3, V=3, js=1), (2, 3), 150,
                  rk.CellKey(D=3, V=1.0, js=1)),
     "random rounding": (rk.RandomRounding(3), (3, 3), 250,
